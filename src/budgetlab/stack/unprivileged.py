@@ -1,0 +1,118 @@
+"""Run PostgreSQL as an unprivileged account when the workshop itself runs as root.
+
+PostgreSQL refuses to start as root. Instead of creating a system user (which
+pgserver would do with `useradd`) or loosening permissions on the user's
+folders, the server runs as the existing `nobody` account, and its binaries
+and data live in places that account can reach.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from budgetlab.errors import BudgetlabError
+
+ACCOUNT = "nobody"
+
+
+@dataclass(frozen=True)
+class Account:
+    """The operating-system account that runs PostgreSQL."""
+
+    uid: int
+    gid: int
+    name: str
+    home: str
+
+    @property
+    def is_current(self) -> bool:
+        return self.uid == os.geteuid()
+
+    def preexec(self):
+        """Return a function for Popen that drops to this account, or None."""
+        if self.is_current:
+            return None
+
+        def drop() -> None:
+            os.setgroups([])
+            os.setgid(self.gid)
+            os.setuid(self.uid)
+        return drop
+
+
+def server_account() -> Account:
+    """Return the account PostgreSQL runs as: the current one unless that is root."""
+    if os.geteuid() != 0:
+        entry = pwd.getpwuid(os.geteuid())
+        return Account(entry.pw_uid, entry.pw_gid, entry.pw_name, entry.pw_dir)
+    try:
+        entry = pwd.getpwnam(ACCOUNT)
+    except KeyError:
+        raise BudgetlabError(
+            f"running as root, but there is no '{ACCOUNT}' account to run PostgreSQL as; "
+            "run the workshop as an ordinary user"
+        ) from None
+    return Account(entry.pw_uid, entry.pw_gid, entry.pw_name, "/tmp")
+
+
+def reachable(path: Path, account: Account) -> bool:
+    """Tell whether the account can traverse every folder down to path."""
+    if account.is_current:
+        return True
+    for folder in [path, *path.parents]:
+        if not folder.exists():
+            continue
+        mode = folder.stat()
+        if mode.st_uid == account.uid:
+            bit = stat.S_IXUSR
+        elif mode.st_gid == account.gid:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not mode.st_mode & bit:
+            return False
+    return True
+
+
+def reachable_home(preferred: Path, account: Account, label: str) -> Path:
+    """Return preferred if the account can reach it, else a private folder under /tmp.
+
+    The fallback is named after the checkout, so two checkouts never share data.
+    """
+    if reachable(preferred.parent, account):
+        return preferred
+    digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:10]
+    fallback = Path("/tmp") / f"budgetlab-{label}-{digest}"
+    fallback.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(fallback, 0o755)
+    return fallback / preferred.name
+
+
+def reachable_binaries(install: Path, account: Account) -> Path:
+    """Return a copy of the PostgreSQL install the account can execute.
+
+    A virtualenv inside a 0700 folder (a CI clone under a private temp dir)
+    is out of the account's reach; a shared copy under /tmp, keyed by the
+    install's path, costs about 35 MB once.
+    """
+    if reachable(install / "bin" / "postgres", account):
+        return install
+    digest = hashlib.sha1(str(install).encode()).hexdigest()[:10]
+    copy = Path("/tmp") / f"budgetlab-pginstall-{digest}"
+    marker = copy / ".complete"
+    if not marker.exists():
+        if copy.exists():
+            shutil.rmtree(copy)
+        partial = copy.with_name(copy.name + f".partial-{os.getpid()}")
+        shutil.copytree(install, partial, symlinks=True)
+        os.chmod(partial, 0o755)
+        marker_in_partial = partial / ".complete"
+        marker_in_partial.write_text(str(install))
+        os.replace(partial, copy)
+    return copy

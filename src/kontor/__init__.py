@@ -1,0 +1,1 @@
+"""Kontor: the fictional bookkeeping and tax service whose background jobs the labs repair."""

@@ -1,0 +1,1 @@
+"""Kontor's bookkeeping domain: companies, documents, transactions, invoices and batch jobs."""
