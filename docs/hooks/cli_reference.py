@@ -14,8 +14,6 @@ import re
 import sys
 from pathlib import Path
 
-import click
-
 log = logging.getLogger("mkdocs.hooks.cli_reference")
 
 PAGE = "reference/cli.md"
@@ -46,7 +44,7 @@ def on_page_markdown(markdown, page, config, files):
     return markdown.replace(MARKER, render_reference(root))
 
 
-def load_root_command() -> click.Command:
+def load_root_command():
     """Return the Click command behind `budgetlab.cli:app`."""
     import typer.main
 
@@ -55,16 +53,32 @@ def load_root_command() -> click.Command:
     return typer.main.get_command(app)
 
 
-def walk(command: click.Command, path: tuple[str, ...] = (PROGRAM,), parent: click.Context | None = None):
+# Recent Typer releases ship their own copy of Click, whose classes are not
+# click.Group or click.Option; the functions below therefore look at what an
+# object can do (list_commands, param_type_name, get_help_record), never at
+# which class it is.
+
+
+def is_group(command) -> bool:
+    """Tell whether a Click command has subcommands."""
+    return hasattr(command, "list_commands") and hasattr(command, "get_command")
+
+
+def walk(command, path: tuple[str, ...] = (PROGRAM,), parent=None):
     """Yield (path, command, context) for the command and every visible subcommand, depth first."""
-    ctx = click.Context(command, info_name=path[-1], parent=parent)
+    ctx = command.context_class(command, info_name=path[-1], parent=parent)
     yield path, command, ctx
-    if isinstance(command, click.Group):
+    if is_group(command):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
-            if sub is None or sub.hidden:
+            if sub is None or getattr(sub, "hidden", False):
                 continue
             yield from walk(sub, (*path, name), ctx)
+
+
+def visible_params(command, kind: str) -> list:
+    """Return the declared, visible parameters of one kind: "argument" or "option"."""
+    return [p for p in command.params if p.param_type_name == kind and not getattr(p, "hidden", False)]
 
 
 def anchor(path: tuple[str, ...]) -> str:
@@ -72,7 +86,7 @@ def anchor(path: tuple[str, ...]) -> str:
     return "-".join(path)
 
 
-def render_reference(root: click.Command) -> str:
+def render_reference(root) -> str:
     """Return Markdown for the whole tree: an index table, then one section per command."""
     entries = list(walk(root))
     lines = ["| Command | What it does |", "| --- | --- |"]
@@ -84,7 +98,7 @@ def render_reference(root: click.Command) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_command(path: tuple[str, ...], command: click.Command, ctx: click.Context) -> list[str]:
+def render_command(path: tuple[str, ...], command, ctx) -> list[str]:
     """Return the Markdown section of one command."""
     level = "#" * min(len(path) + 1, 6)
     out = [f"{level} `{' '.join(path)}` {{#{anchor(path)}}}", ""]
@@ -93,56 +107,39 @@ def render_command(path: tuple[str, ...], command: click.Command, ctx: click.Con
     usage = " ".join([*path, *command.collect_usage_pieces(ctx)])
     out += ["```text", f"Usage: {usage}", "```", ""]
 
-    arguments = [p for p in command.params if isinstance(p, click.Argument)]
-    options = [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
+    arguments = visible_params(command, "argument")
     if arguments:
-        out += ["**Arguments**", "", "| Name | Type | Required | Help |", "| --- | --- | --- | --- |"]
+        out += ["**Arguments**", "", "| Argument | Help |", "| --- | --- |"]
         for argument in arguments:
-            help_text = getattr(argument, "help", None) or ""
-            out.append(
-                f"| `{argument.human_readable_name}` | {_type(argument, ctx)} | "
-                f"{'yes' if argument.required else 'no'} | {_cell(help_text)} |"
-            )
+            declaration, help_text = _help_record(argument, ctx)
+            out.append(f"| `{declaration}` | {_cell(help_text)} |")
         out.append("")
+    options = visible_params(command, "option")
     if options:
-        out += ["**Options**", "", "| Option | Type | Default | Help |", "| --- | --- | --- | --- |"]
+        out += ["**Options**", "", "| Option | Help |", "| --- | --- |"]
         for option in options:
-            flags = ", ".join(f"`{flag}`" for flag in [*option.opts, *option.secondary_opts])
-            out.append(f"| {flags} | {_type(option, ctx)} | {_default(option)} | {_cell(option.help or '')} |")
+            declaration, help_text = _help_record(option, ctx)
+            out.append(f"| `{declaration}` | {_cell(help_text)} |")
         out.append("")
-    if isinstance(command, click.Group):
-        subcommands = [name for name in command.list_commands(ctx) if not command.get_command(ctx, name).hidden]
-        if subcommands:
-            links = ", ".join(f"[`{name}`](#{anchor((*path, name))})" for name in subcommands)
+    if is_group(command):
+        names = [name for name in command.list_commands(ctx) if not getattr(command.get_command(ctx, name), "hidden", False)]
+        if names:
+            links = ", ".join(f"[`{name}`](#{anchor((*path, name))})" for name in names)
             out += [f"**Commands:** {links}", ""]
     return out
 
 
-def _type(param: click.Parameter, ctx: click.Context) -> str:
-    if isinstance(param, click.Option) and param.is_flag:
-        return "flag"
-    name = param.type.get_metavar(param, ctx) if _takes_ctx(param.type.get_metavar) else param.type.get_metavar(param)
-    name = name or param.type.name.upper()
-    if param.multiple or (param.nargs not in (1, None)):
-        name += " …"
-    return f"`{name}`"
-
-
-def _takes_ctx(get_metavar) -> bool:
-    # click 8.2 added a ctx argument to ParamType.get_metavar.
-    return get_metavar.__code__.co_argcount >= 3
-
-
-def _default(option: click.Option) -> str:
-    default = option.default
-    if callable(default) or default is None or option.required:
-        return "–"
-    if option.is_flag and option.secondary_opts:
-        chosen = option.opts[0] if default else option.secondary_opts[0]
-        return f"`{chosen}`"
-    if isinstance(default, (list, tuple)):
-        return "–" if not default else f"`{' '.join(map(str, default))}`"
-    return f"`{default}`"
+def _help_record(param, ctx) -> tuple[str, str]:
+    """Return a parameter's declaration and help as `--help` shows them, defaults included."""
+    record = param.get_help_record(ctx) if hasattr(param, "get_help_record") else None
+    if record:
+        return record[0], record[1] or ""
+    # Plain Click gives arguments no help record and no help text.
+    declaration = getattr(param, "human_readable_name", None) or param.name.upper()
+    help_text = getattr(param, "help", None) or ""
+    if getattr(param, "required", False):
+        help_text = f"{help_text}  [required]".strip()
+    return declaration, help_text
 
 
 def _paragraphs(text: str) -> list[str]:

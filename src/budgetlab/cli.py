@@ -3,29 +3,175 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from budgetlab.errors import BudgetlabError
 
-app = typer.Typer(help="A workshop on budgets, endings and isolation for Celery batches.",
+app = typer.Typer(help="A workshop on budgets, endings and isolation for Celery batches that call a model.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 stack_app = typer.Typer(help="Start, stop and describe the PostgreSQL and Redis servers.", no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
 console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+
+class ReportFormat(str, Enum):
+    md = "md"
+    json = "json"
+    csv = "csv"
+
+
+class AuditFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+def _warn(message: str) -> None:
+    errors.print(f"[yellow]warning:[/] {message}")
+
+
+@app.command("list")
+def list_labs() -> None:
+    """List the labs with their status and timebox."""
+    from budgetlab import labs, views
+
+    console.print(views.lab_table(labs.load()))
+
+
+@app.command("run")
+def run(lab: int = typer.Argument(..., help="Lab number, 1 to 5.")) -> None:
+    """Play lab N's scenario live on the stack with your current code."""
+    from budgetlab import labs, progress, scenarios, stack
+    from budgetlab.paths import labs_root
+
+    entry = labs.get(lab)
+    stack.require()
+    progress.mark_started(entry.number, _warn)
+    raise typer.Exit(scenarios.play(entry.number, labs_root() / "labs", console))
+
+
+@app.command("check")
+def check(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
+          target: str = typer.Option("labs", help="What to grade: labs (your code), solutions, or a folder laid out like labs/."),
+          fail_fast: bool = typer.Option(False, "--fail-fast", "-x", help="Stop at the first failed check.")) -> None:
+    """Run lab N's hidden checks and say which pass."""
+    from budgetlab import checking, labs, progress, views
+
+    entry = labs.get(lab)
+    where = checking.target_dir(target)
+    console.print(f"checking lab {entry.number} ({entry.title}) against {where.name}/ …")
+    outcome = checking.run(entry, target, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
+    console.print(views.check_summary(outcome))
+    if target == "labs" and not outcome.could_not_grade:
+        progress.record_check(entry.number, outcome.exit_code == 0, outcome.passed, len(outcome.results), _warn)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command("hint")
+def hint(lab: int = typer.Argument(..., help="Lab number, 1 to 5.")) -> None:
+    """Show the next hint for lab N (hints are remembered)."""
+    from budgetlab import labs, progress
+
+    entry = labs.get(lab)
+    seen = progress.record_hint(entry.number, _warn)
+    shown = min(seen, len(entry.hints))
+    console.print(f"[bold]hint {shown} of {len(entry.hints)}[/] for lab {entry.number}: {entry.hints[shown - 1]}")
+    if seen > len(entry.hints):
+        console.print("that was the last hint; 'budgetlab solution N' shows the reference once the lab passes")
+
+
+@app.command("watch")
+def watch(lab: Optional[int] = typer.Argument(None, help="Lab number; default: the first lab not passed yet."),
+          poll: bool = typer.Option(False, help="Poll for changes instead of waiting for file events.")) -> None:
+    """Re-run lab N's checks every time you save one of its files."""
+    from budgetlab import watching
+
+    raise typer.Exit(watching.watch(lab, poll, console))
+
+
+@app.command("reset")
+def reset(lab: Optional[int] = typer.Argument(None, help="Lab number to restore."),
+          all_labs: bool = typer.Option(False, "--all", help="Restore every lab."),
+          yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation (for scripts).")) -> None:
+    """Restore a lab's starter files; yours go to a timestamped backup first."""
+    from budgetlab import files, labs
+
+    if (lab is None) == (not all_labs):
+        raise BudgetlabError("name one lab number or --all")
+    chosen = labs.load() if all_labs else [labs.get(lab)]
+    names = ", ".join(str(entry.number) for entry in chosen)
+    if not yes and not typer.confirm(f"Restore the starter files of lab {names}? Your files are backed up first."):
+        console.print("nothing changed")
+        raise typer.Exit(1)
+    for entry in chosen:
+        backup = files.reset(entry)
+        console.print(f"lab {entry.number}: starter files restored" + (f"; your files are in {backup}" if backup else ""))
+
+
+@app.command("solution")
+def solution(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
+             force: bool = typer.Option(False, "--force", help="Show it before the lab has passed (asks first)."),
+             yes: bool = typer.Option(False, "--yes", help="With --force: do not ask for confirmation.")) -> None:
+    """Show the diff from your files to the reference solution (after the lab passes)."""
+    from budgetlab import files, labs, progress
+
+    entry = labs.get(lab)
+    passed = progress.lab_entry(progress.load(_warn), entry.number)["passed"]
+    if not passed:
+        if not force:
+            raise BudgetlabError(f"lab {entry.number} has not passed yet; pass it first, or use --force to look anyway")
+        if not yes and not typer.confirm("Look at the reference before your fix passes?"):
+            raise typer.Exit(1)
+    console.print(files.solution_diff(entry), markup=False, highlight=False)
+
+
+@app.command("report")
+def report(fmt: ReportFormat = typer.Option(ReportFormat.md, "--format", help="Output format."),
+           merge: Optional[List[Path]] = typer.Option(None, "--merge", help="Merge learners' JSON reports into a cohort table."),
+           ) -> None:
+    """Print your progress (or, with --merge, a cohort table for a facilitator)."""
+    from budgetlab import reporting
+
+    if merge:
+        console.print(reporting.merge(merge, fmt.value), markup=False, highlight=False)
+    else:
+        console.print(reporting.render(reporting.learner_rows(_warn), fmt.value), markup=False, highlight=False)
+
+
+@app.command("doctor")
+def doctor() -> None:
+    """Check Python, the stack, PostgreSQL, Redis, Celery, ports and stale workers."""
+    from budgetlab import doctoring
+
+    problems = doctoring.run(console)
+    raise typer.Exit(1 if problems else 0)
+
+
+@app.command("audit")
+def audit(paths: List[Path] = typer.Argument(..., help="Files or folders of your code base."),
+          fmt: AuditFormat = typer.Option(AuditFormat.text, "--format", help="Output format."),
+          select: Optional[str] = typer.Option(None, help="Only these rules, e.g. BL001,BL002."),
+          ignore: Optional[str] = typer.Option(None, help="Skip these rules.")) -> None:
+    """Find the five failure shapes in your own code base (static, nothing is run)."""
+    from budgetlab.audit import run_audit
+
+    raise typer.Exit(run_audit([str(p) for p in paths], fmt.value, select, ignore))
 
 
 @stack_app.command("up")
 def stack_up() -> None:
     """Start the servers (if needed) and prepare the workshop database."""
-    from budgetlab import stack
-    from budgetlab.database import prepare
+    from budgetlab import database, stack, views
 
     stack.up()
-    prepare()
-    _print_status()
+    database.prepare()
+    console.print(views.stack_table())
 
 
 @stack_app.command("down")
@@ -34,40 +180,40 @@ def stack_down() -> None:
     from budgetlab import stack
 
     stopped = stack.down()
-    console.print("stopped " + ", ".join(stopped) if stopped else "nothing to stop: the stack started no server that still runs")
+    console.print("stopped " + ", ".join(stopped) if stopped else "nothing to stop: no server the stack started is running")
 
 
 @stack_app.command("status")
 def stack_status() -> None:
     """Show each server's version, URL and PID."""
-    if not _print_status():
-        raise typer.Exit(1)
+    from budgetlab import views
 
-
-def _print_status() -> bool:
-    from budgetlab import stack
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("server", "state", "version", "url", "pid"):
-        table.add_column(column)
-    healthy = True
-    for server in stack.servers().values():
-        info = stack.describe(server)
-        healthy &= info["running"]
-        state = ("external" if info["external"] else "running") if info["running"] else "stopped"
-        name = "PostgreSQL" if info["kind"] == "postgres" else "Redis"
-        table.add_row(name, state, info["version"] or "-", info["url"] or "-", str(info["pid"] or "-"))
+    table, healthy = views.stack_table(with_health=True)
     console.print(table)
-    return healthy
+    if not healthy:
+        raise typer.Exit(1)
 
 
 def main() -> None:
     """Run the CLI; a problem a person can act on becomes one line on stderr and exit 2."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except BudgetlabError as exc:
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {exc}")
+        errors.print(f"[bold red]error:[/] {exc}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        Console(stderr=True).print("interrupted")
+        errors.print("interrupted; every process this command started has been stopped")
         sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        errors.print("aborted")
+        sys.exit(1)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)

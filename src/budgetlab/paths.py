@@ -16,7 +16,25 @@ def repo_root() -> Path:
 
 
 def state_dir() -> Path:
-    """Return the git-ignored folder that holds the stack's data and progress."""
+    """Return the git-ignored folder of the checkout that holds the stack's data and logs."""
     path = repo_root() / ".budgetlab"
     path.mkdir(exist_ok=True)
     return path
+
+
+def progress_dir() -> Path:
+    """Return the folder of the learner's progress, hint counters and backups.
+
+    BUDGETLAB_STATE_DIR overrides it; the project's own tests use that to
+    drive the CLI on a sample lab without touching a learner's progress.
+    """
+    override = os.environ.get("BUDGETLAB_STATE_DIR")
+    path = Path(override) if override else state_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def labs_root() -> Path:
+    """Return the tree that holds labs/, solutions/ and tests/ (BUDGETLAB_LABS_ROOT overrides)."""
+    override = os.environ.get("BUDGETLAB_LABS_ROOT")
+    return Path(override).resolve() if override else repo_root()

@@ -1,0 +1,220 @@
+"""Regenerates the command transcripts the docs pages include, or checks that they still match real runs.
+
+Each entry of TRANSCRIPTS runs one command as a learner would type it and
+stores what it printed in docs/transcripts/<name>.txt. Pages include a file
+with pymdownx.snippets:
+
+    ```console
+    --8<-- "transcripts/lab2-check.txt"
+    ```
+
+so no transcript on the site is ever typed by hand. tests/docs/test_transcripts.py
+re-runs every entry and fails when a stored transcript no longer matches.
+
+Usage:
+    python scripts/transcripts.py            # regenerate every transcript
+    python scripts/transcripts.py NAME ...   # regenerate only these
+    python scripts/transcripts.py --check    # compare, write nothing, exit 1 on drift
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSCRIPT_DIR = ROOT / "docs" / "transcripts"
+PROGRAM = "budgetlab"
+
+# Fixed terminal settings, so that a transcript depends on the command and not
+# on the window it happened to be recorded in.
+STABLE_ENV = {
+    "COLUMNS": "80",
+    "LINES": "40",
+    "NO_COLOR": "1",
+    "TERM": "dumb",
+    "TZ": "UTC",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+}
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One command whose output a docs page shows."""
+
+    #: File name under docs/transcripts/, without ".txt".
+    name: str
+    #: The command as a learner types it; a leading "budgetlab" runs this checkout's CLI.
+    command: tuple[str, ...]
+    #: Exit status the command is expected to end with (a grader on a pristine lab fails on purpose).
+    exit_code: int = 0
+    #: (regular expression, replacement) pairs for values that change from run to run: PIDs, durations, paths.
+    masks: tuple[tuple[str, str], ...] = ()
+    #: Extra environment variables for this command only.
+    env: dict[str, str] = field(default_factory=dict)
+    #: Seconds before the command is considered hung.
+    timeout: float = 300.0
+
+
+TRANSCRIPTS: tuple[Transcript, ...] = (
+    # Enable these once the commands print what the pages should show:
+    # Transcript("budgetlab-help", ("budgetlab", "--help")),
+    # Transcript("budgetlab-list", ("budgetlab", "list")),
+)
+
+
+class TranscriptError(Exception):
+    """A command could not be recorded: it hung, or ended with an unexpected exit status."""
+
+
+def path_for(entry: Transcript, directory: Path = TRANSCRIPT_DIR) -> Path:
+    """Return where an entry's transcript is stored."""
+    return directory / f"{entry.name}.txt"
+
+
+def argv_for(entry: Transcript) -> list[str]:
+    """Return the argv that runs an entry, with `budgetlab` resolved to this checkout's CLI."""
+    if entry.command and entry.command[0] == PROGRAM:
+        # Through the interpreter running this script, so the transcript shows
+        # this checkout's CLI, whatever `budgetlab` on PATH may be.
+        launcher = f"import sys; sys.argv[0] = {PROGRAM!r}; from budgetlab.cli import main; main()"
+        return [sys.executable, "-c", launcher, *entry.command[1:]]
+    return list(entry.command)
+
+
+def unavailable_reason(entry: Transcript) -> str | None:
+    """Return why an entry's command cannot run in this checkout yet, or None when it can."""
+    if not entry.command or entry.command[0] != PROGRAM:
+        return None
+    src = str(ROOT / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    try:
+        import typer.main
+
+        from budgetlab.cli import app
+    except Exception as exc:  # an unfinished CLI may fail to import in any way
+        return f"budgetlab.cli cannot be imported: {type(exc).__name__}: {exc}"
+    command = typer.main.get_command(app)
+    ctx = command.context_class(command, info_name=PROGRAM)
+    for word in entry.command[1:]:
+        if word.startswith("-") or not hasattr(command, "get_command"):
+            break
+        sub = command.get_command(ctx, word)
+        if sub is None:
+            return f"`{PROGRAM} {' '.join(entry.command[1:])}`: the CLI has no command {word!r} yet"
+        command, ctx = sub, sub.context_class(sub, info_name=word, parent=ctx)
+    return None
+
+
+def normalise(text: str, masks: tuple[tuple[str, str], ...] = ()) -> str:
+    """Apply the masks, drop trailing spaces and end with exactly one newline."""
+    for pattern, replacement in masks:
+        text = re.sub(pattern, replacement, text)
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def record(entry: Transcript) -> str:
+    """Run an entry's command and return its transcript: the prompt line, then stdout and stderr as printed."""
+    env = {**os.environ, **STABLE_ENV, **entry.env}
+    src = str(ROOT / "src")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    try:
+        result = subprocess.run(
+            argv_for(entry),
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=entry.timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise TranscriptError(f"{entry.name}: `{' '.join(entry.command)}` still ran after {entry.timeout:g} s") from exc
+    if result.returncode != entry.exit_code:
+        raise TranscriptError(
+            f"{entry.name}: `{' '.join(entry.command)}` exited {result.returncode}, expected {entry.exit_code}:\n"
+            + result.stdout[-2000:]
+        )
+    return normalise(f"$ {' '.join(entry.command)}\n{result.stdout}", entry.masks)
+
+
+def compare(entry: Transcript, directory: Path = TRANSCRIPT_DIR) -> str | None:
+    """Re-run an entry and return a unified diff against its stored transcript, or None when they match."""
+    stored_path = path_for(entry, directory)
+    stored = stored_path.read_text(encoding="utf-8") if stored_path.exists() else ""
+    fresh = record(entry)
+    if fresh == stored:
+        return None
+    diff = difflib.unified_diff(
+        stored.splitlines(keepends=True),
+        fresh.splitlines(keepends=True),
+        fromfile=f"{stored_path.name} (stored)",
+        tofile=f"{' '.join(entry.command)} (now)",
+    )
+    return "".join(diff)
+
+
+def write(entry: Transcript, directory: Path = TRANSCRIPT_DIR) -> Path:
+    """Record an entry and store its transcript; return the file written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = path_for(entry, directory)
+    target.write_text(record(entry), encoding="utf-8")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate or check the transcripts named on the command line, or all of them."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="transcripts to process (default: all)")
+    parser.add_argument("--check", action="store_true", help="compare with real runs, write nothing")
+    args = parser.parse_args(argv)
+
+    known = {entry.name: entry for entry in TRANSCRIPTS}
+    unknown = [name for name in args.names if name not in known]
+    if unknown:
+        print(f"error: no transcript named {', '.join(unknown)}; known: {', '.join(known) or 'none'}", file=sys.stderr)
+        return 2
+    entries = [known[name] for name in args.names] if args.names else list(TRANSCRIPTS)
+    if not entries:
+        print("no transcripts listed in scripts/transcripts.py yet")
+        return 0
+
+    drifted = 0
+    for entry in entries:
+        reason = unavailable_reason(entry)
+        if reason:
+            print(f"skip  {entry.name}: {reason}")
+            continue
+        try:
+            if args.check:
+                diff = compare(entry)
+                if diff:
+                    drifted += 1
+                    print(f"DRIFT {entry.name}\n{diff}")
+                else:
+                    print(f"ok    {entry.name}")
+            else:
+                print(f"wrote {write(entry).relative_to(ROOT)}")
+        except TranscriptError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    if drifted:
+        print(f"{drifted} transcript(s) no longer match; run `python scripts/transcripts.py` and review the diff")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

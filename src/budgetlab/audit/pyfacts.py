@@ -1,0 +1,706 @@
+"""One pass over a Python module's AST that records the facts the Python rules need.
+
+The pass never imports or runs the module. It notes, per function: the calls
+it makes (and whether each sits inside a loop), catch-all handlers that do
+not let SoftTimeLimitExceeded through, loops over querysets without per-row
+isolation, queries on reference models, and the order of pg_stat_* reads
+inside transactions. The rules then join these facts across modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Target = tuple  # ("n", name) | ("s", method) | ("a", (base, names), attribute)
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor)
+_TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_CONTEXTS = (ast.Load, ast.Store, ast.Del)
+_CATCH_ALL = frozenset({"Exception", "BaseException"})
+_TASK_DECORATORS = frozenset({"shared_task", "periodic_task"})
+_CACHE_DECORATORS = frozenset({"lru_cache", "cache", "cached"})
+_MANAGERS = frozenset({"objects", "_default_manager", "_base_manager"})
+# Attribute names that only a Django queryset (or manager) has in a chain.
+_QUERYSET_STEPS = frozenset(
+    {
+        "objects",
+        "_default_manager",
+        "_base_manager",
+        "iterator",
+        "all",
+        "filter",
+        "exclude",
+        "order_by",
+        "select_related",
+        "prefetch_related",
+        "only",
+        "defer",
+        "distinct",
+        "get_queryset",
+        "values_list",
+        "annotate",
+        "select_for_update",
+    }
+)
+# Calls that cannot fail on a row in any way worth isolating: collection
+# plumbing and logging. A loop made only of these does no "work".
+_TRIVIAL_NAMES = frozenset(
+    {
+        "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "min", "max",
+        "sum", "sorted", "isinstance", "getattr", "hasattr", "repr", "print", "abs", "round",
+        "range", "enumerate", "zip", "id", "type",
+    }
+)
+_TRIVIAL_ATTRIBUTES = frozenset(
+    {
+        "append", "add", "extend", "update", "setdefault", "get", "items", "keys", "values",
+        "format", "join", "strip", "lower", "upper", "split", "debug", "info", "warning",
+        "warn", "error", "exception", "critical", "log", "incr",
+    }
+)
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+_PG_NAME = re.compile(r"pg_stat\w*")
+_PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
+_SEGMENT_LIMIT = 256
+
+
+@dataclass(slots=True)
+class Call:
+    """A call by a name the rules may resolve to a function in the audited tree."""
+
+    target: Target
+    in_loop: bool
+    line: int
+    column: int
+
+
+@dataclass(slots=True)
+class Handler:
+    """A catch-all except clause with nothing before it that lets the soft limit through."""
+
+    label: str
+    line: int
+    column: int
+    in_loop: bool
+
+
+@dataclass(slots=True)
+class QuerysetLoop:
+    """A for loop over a queryset whose body does work without any try/except."""
+
+    line: int
+    column: int
+    loop: ast.AST  # the For node's target and iter, unparsed only when reported
+    helper: Target | None  # call target when the body is a single call
+
+
+@dataclass(slots=True)
+class ReferenceQuery:
+    """A query through a reference model's manager, e.g. Category.objects.all()."""
+
+    model: str
+    line: int
+    column: int
+    in_loop: bool
+
+
+@dataclass(eq=False)
+class FunctionFacts:
+    """What one function (or a module's top level, named "<module>") does, as far as the rules care."""
+
+    name: str
+    qualname: str
+    line: int
+    module: "ModuleFacts"
+    parent: "FunctionFacts | None" = None
+    class_name: str | None = None
+    is_task: bool = False
+    is_cached: bool = False
+    is_atomic: bool = False
+    autocommit: bool = False
+    opens_connection: bool = False
+    has_try_handler: bool = False
+    local_defs: dict[str, "FunctionFacts"] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    handlers: list[Handler] = field(default_factory=list)
+    queryset_loops: list[QuerysetLoop] = field(default_factory=list)
+    reference_queries: list[ReferenceQuery] = field(default_factory=list)
+    events: list[tuple] = field(default_factory=list)  # pg_stat reads ("R"), clears ("C"), calls ("X")
+    scopes: list[tuple[int, list[tuple]]] = field(default_factory=list)  # (line, events) per transaction
+
+
+@dataclass(eq=False)
+class ModuleFacts:
+    """Facts of one module, with what its names import, for resolving calls across modules."""
+
+    path: Path
+    display: str
+    functions: list[FunctionFacts] = field(default_factory=list)
+    top_defs: dict[str, FunctionFacts] = field(default_factory=dict)
+    classes: dict[str, dict[str, FunctionFacts]] = field(default_factory=dict)
+    # local name -> ("module", dotted, level) or ("from", dotted, level, attribute)
+    imports: dict[str, tuple] = field(default_factory=dict)
+    has_tasks: bool = False
+    mentions_pg_stat: bool = False
+
+
+def dotted(node: ast.AST) -> tuple[str, ...] | None:
+    """("app", "task") for app.task, ("shared_task",) for shared_task, None for anything else."""
+    names: list[str] = []
+    while type(node) is ast.Attribute:
+        names.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    names.append(node.id)
+    names.reverse()
+    return tuple(names)
+
+
+def call_target(func: ast.AST) -> Target | None:
+    """How a call names its callee, in a form the resolver understands."""
+    kind = type(func)
+    if kind is ast.Name:
+        return ("n", func.id)
+    if kind is ast.Attribute:
+        base = dotted(func.value)
+        if base is None:
+            return None
+        if base in (("self",), ("cls",)):
+            return ("s", func.attr)
+        return ("a", base, func.attr)
+    return None
+
+
+def _decorator_names(node) -> list[tuple[str, ...]]:
+    names = []
+    for decorator in node.decorator_list:
+        if type(decorator) is ast.Call:
+            decorator = decorator.func
+        name = dotted(decorator)
+        if name:
+            names.append(name)
+    return names
+
+
+def _is_task_decorator(name: tuple[str, ...]) -> bool:
+    last = name[-1]
+    return last in _TASK_DECORATORS or (last == "task" and (len(name) > 1 or name == ("task",)))
+
+
+def _terminal_name(node: ast.AST) -> str | None:
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id
+    if kind is ast.Attribute:
+        return node.attr
+    return None
+
+
+def _contains_raise(statements: list[ast.stmt]) -> bool:
+    """True when a raise statement appears anywhere in the statements (not in nested defs)."""
+    stack = list(statements)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Raise:
+            return True
+        if kind in _FUNCTIONS or kind is ast.ClassDef or kind is ast.Lambda:
+            continue
+        if isinstance(node, ast.stmt):
+            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            if kind is ast.Try or kind in _TRIES:
+                for handler in node.handlers:
+                    stack.extend(handler.body)
+            elif kind is ast.Match:
+                for case in node.cases:
+                    stack.extend(case.body)
+    return False
+
+
+def _statements_in(body: list[ast.stmt]):
+    """Every statement in body, nested blocks included, nested defs excluded."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        kind = type(node)
+        if kind in _FUNCTIONS or kind is ast.ClassDef:
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend(case.body)
+
+
+def _isolated(body: list[ast.stmt]) -> bool:
+    """True when the loop body holds a try with at least one except clause."""
+    return any(type(node) in _TRIES and node.handlers for node in _statements_in(body))
+
+
+def _is_log_call(call: ast.Call) -> bool:
+    func = call.func
+    if type(func) is ast.Attribute and func.attr in _LOG_METHODS:
+        base = _terminal_name(func.value) or ""
+        return "log" in base.lower()
+    return type(func) is ast.Name and func.id == "print"
+
+
+def _does_work(body: list[ast.stmt]) -> bool:
+    """True when the loop body calls anything beyond collection plumbing and logging."""
+    for statement in _statements_in(body):
+        for node in ast.walk(statement) if type(statement) not in _FUNCTIONS else ():
+            if type(node) is not ast.Call:
+                continue
+            func = node.func
+            if type(func) is ast.Name and func.id in _TRIVIAL_NAMES:
+                continue
+            if type(func) is ast.Attribute and func.attr in _TRIVIAL_ATTRIBUTES:
+                continue
+            return True
+    return False
+
+
+def _single_helper(body: list[ast.stmt]) -> Target | None:
+    """The callee when the loop body is one call (logging, pass and continue aside)."""
+    remaining = []
+    for statement in body:
+        kind = type(statement)
+        if kind in (ast.Pass, ast.Continue):
+            continue
+        if kind is ast.Expr and type(statement.value) is ast.Constant:
+            continue
+        if kind is ast.Expr and type(statement.value) is ast.Call and _is_log_call(statement.value):
+            continue
+        remaining.append(statement)
+    if len(remaining) != 1:
+        return None
+    statement = remaining[0]
+    value = getattr(statement, "value", None)
+    if type(statement) in (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign) and type(value) is ast.Call:
+        return call_target(value.func)
+    return None
+
+
+def _is_queryset(node: ast.AST, names: set[str]) -> bool:
+    """True for an expression that reads like a queryset: a chain through objects/filter/iterator."""
+    while True:
+        kind = type(node)
+        if kind is ast.Call:
+            node = node.func
+        elif kind is ast.Attribute:
+            if node.attr in _QUERYSET_STEPS:
+                return True
+            node = node.value
+        elif kind is ast.Subscript:
+            node = node.value
+        elif kind is ast.Name:
+            return node.id in names
+        else:
+            return False
+
+
+def _is_transaction(node: ast.AST) -> bool:
+    """True for transaction.atomic(...), atomic(), or a psycopg conn.transaction()."""
+    if type(node) is ast.Call:
+        node = node.func
+    name = _terminal_name(node)
+    return name == "atomic" or (name == "transaction" and type(node) is ast.Attribute)
+
+
+class _Collector:
+    """Walks one module once; see the module docstring for what it records."""
+
+    def __init__(self, module: ModuleFacts, reference_models: frozenset[str], source: bytes) -> None:
+        self.module = module
+        self.reference_models = reference_models if any(m.encode() in source for m in reference_models) else frozenset()
+        self.pg = b"pg_stat" in source
+        module.mentions_pg_stat = self.pg
+        self.top = FunctionFacts("<module>", "<module>", 1, module)
+        module.functions.append(self.top)
+        self.function = self.top
+        self.loop_depth = 0
+        self.queryset_names: set[str] = set()
+        self.pg_names: dict[str, str] = {}
+        self.stle_names = {"SoftTimeLimitExceeded"}
+        self.active: list[list[tuple]] = [self.top.events] if self.pg else []
+        self.pending: list[tuple] = []
+        self.class_methods: dict[str, FunctionFacts] | None = None
+        self.class_name: str | None = None
+        self.task_class = False
+
+    # Statements -----------------------------------------------------------
+
+    def body(self, statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            self.statement(statement)
+
+    def statement(self, node: ast.stmt) -> None:
+        kind = type(node)
+        if kind in _FUNCTIONS:
+            self.function_def(node)
+            return
+        if kind is ast.ClassDef:
+            self.class_def(node)
+            return
+        in_loop = self.loop_depth > 0
+        in_class_body, self.class_methods = self.class_methods, None
+        try:
+            if kind in _LOOPS:
+                self.expr(node.iter, in_loop)
+                self.queryset_loop(node)
+                self.loop_body(node.body)
+                self.body(node.orelse)
+                for name in ast.walk(node.target):
+                    if type(name) is ast.Name:
+                        self.queryset_names.discard(name.id)
+            elif kind is ast.While:
+                self.loop_body(node.body, node.test)
+                self.body(node.orelse)
+            elif kind in _TRIES:
+                self.try_statement(node, in_loop)
+            elif kind is ast.With or kind is ast.AsyncWith:
+                self.with_statement(node, in_loop)
+            elif kind is ast.If:
+                self.expr(node.test, in_loop)
+                self.body(node.body)
+                self.body(node.orelse)
+            elif kind is ast.Match:
+                self.expr(node.subject, in_loop)
+                for case in node.cases:
+                    if case.guard is not None:
+                        self.expr(case.guard, in_loop)
+                    self.body(case.body)
+            elif kind is ast.Assign or kind is ast.AnnAssign:
+                value = node.value
+                if value is not None:
+                    self.expr(value, in_loop)
+                targets = node.targets if kind is ast.Assign else [node.target]
+                for target in targets:
+                    if type(target) is not ast.Name:
+                        self.expr(target, in_loop)
+                    self.bind(target, value)
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                self.imports(node)
+            else:
+                for child in ast.iter_child_nodes(node):
+                    self.expr(child, in_loop)
+        finally:
+            self.class_methods = in_class_body
+
+    def loop_body(self, statements: list[ast.stmt], test: ast.expr | None = None) -> None:
+        # A loop body runs more than once: its pg events are recorded twice,
+        # so a single read inside a loop in a transaction shows up as two.
+        marks = [(events, len(events)) for events in self.active]
+        self.loop_depth += 1
+        if test is not None:
+            self.expr(test, True)
+        self.body(statements)
+        self.loop_depth -= 1
+        for events, start in marks:
+            segment = events[start:]
+            if segment and len(segment) <= _SEGMENT_LIMIT:
+                events.extend(segment)
+
+    def try_statement(self, node, in_loop: bool) -> None:
+        self.body(node.body)
+        time_limit_let_through = False
+        for handler in node.handlers:
+            if handler.type is not None:
+                self.expr(handler.type, in_loop)
+            names = self.exception_names(handler.type)
+            catches_soft_limit = bool(names & self.stle_names)
+            raises = _contains_raise(handler.body)
+            catch_all = handler.type is None or bool(names & _CATCH_ALL)
+            if catch_all and not (
+                time_limit_let_through
+                or (catches_soft_limit and raises)
+                or any(type(statement) is ast.Raise for statement in handler.body)
+                or self.isinstance_guard(handler)
+            ):
+                self.function.handlers.append(
+                    Handler(self.handler_label(handler), handler.lineno, handler.col_offset + 1, in_loop)
+                )
+            if catches_soft_limit and raises:
+                time_limit_let_through = True
+            self.body(handler.body)
+        if node.handlers:
+            self.function.has_try_handler = True
+        self.body(node.orelse)
+        self.body(node.finalbody)
+
+    def exception_names(self, node: ast.expr | None) -> set[str]:
+        if node is None:
+            return set()
+        elements = node.elts if type(node) is ast.Tuple else [node]
+        return {name for name in map(_terminal_name, elements) if name}
+
+    def handler_label(self, handler: ast.ExceptHandler) -> str:
+        if handler.type is None:
+            return "bare except"
+        return "except " + ast.unparse(handler.type)
+
+    def isinstance_guard(self, handler: ast.ExceptHandler) -> bool:
+        """True when the handler starts with `if isinstance(exc, SoftTimeLimitExceeded): ... raise`."""
+        if not handler.body or type(handler.body[0]) is not ast.If:
+            return False
+        test = handler.body[0].test
+        if not (
+            type(test) is ast.Call
+            and type(test.func) is ast.Name
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+        ):
+            return False
+        return bool(self.exception_names(test.args[1]) & self.stle_names) and _contains_raise(handler.body[0].body)
+
+    def with_statement(self, node, in_loop: bool) -> None:
+        scope = False
+        for item in node.items:
+            self.expr(item.context_expr, in_loop)
+            if item.optional_vars is not None:
+                self.expr(item.optional_vars, in_loop)
+            if _is_transaction(item.context_expr):
+                scope = True
+        if not scope:
+            self.body(node.body)
+            return
+        events: list[tuple] = []
+        self.function.scopes.append((node.lineno, events))
+        self.active.append(events)
+        self.body(node.body)
+        self.active.pop()
+
+    def queryset_loop(self, node) -> None:
+        if not _is_queryset(node.iter, self.queryset_names) or _isolated(node.body):
+            return
+        helper = _single_helper(node.body)
+        if helper is None and not _does_work(node.body):
+            return
+        self.function.queryset_loops.append(QuerysetLoop(node.lineno, node.col_offset + 1, node, helper))
+
+    def bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        if type(target) is ast.Name:
+            name = target.id
+            if value is not None and _is_queryset(value, self.queryset_names):
+                self.queryset_names.add(name)
+            else:
+                self.queryset_names.discard(name)
+            if self.pg and value is not None:
+                text = self.pg_text(value)
+                if text:
+                    self.pg_names[name] = text
+        elif type(target) is ast.Attribute and target.attr == "autocommit":
+            if type(value) is ast.Constant and value.value is True:
+                self.function.autocommit = True
+
+    def pg_text(self, node: ast.expr) -> str:
+        """The pg_stat SQL held by an assigned value (literal, f-string, concatenation), or ""."""
+        parts = [
+            child.value
+            for child in ast.walk(node)
+            if type(child) is ast.Constant and type(child.value) is str and "pg_stat" in child.value
+        ]
+        return " ".join(parts)
+
+    def imports(self, node) -> None:
+        table = self.module.imports
+        if type(node) is ast.Import:
+            for alias in node.names:
+                if alias.asname:
+                    table[alias.asname] = ("module", alias.name, 0)
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    table[head] = ("module", head, 0)
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            table[local] = ("from", node.module or "", node.level, alias.name)
+            if alias.name == "SoftTimeLimitExceeded":
+                self.stle_names.add(local)
+
+    # Definitions ----------------------------------------------------------
+
+    def function_def(self, node) -> None:
+        in_loop = self.loop_depth > 0
+        for decorator in node.decorator_list:
+            self.expr(decorator, in_loop)
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self.expr(default, in_loop)
+        parent = self.function
+        qualname = node.name if parent is self.top else f"{parent.qualname}.{node.name}"
+        if self.class_methods is not None:
+            qualname = f"{self.class_name}.{node.name}"
+        facts = FunctionFacts(
+            node.name, qualname, node.lineno, self.module, parent,
+            class_name=self.class_name if self.class_methods is not None else parent.class_name,
+        )
+        for name in _decorator_names(node):
+            last = name[-1]
+            if _is_task_decorator(name):
+                facts.is_task = True
+            elif last in _CACHE_DECORATORS:
+                facts.is_cached = True
+            elif last == "atomic":
+                facts.is_atomic = True
+        if self.class_methods is not None:
+            self.class_methods[node.name] = facts
+            if self.task_class and node.name == "run":
+                facts.is_task = True
+        elif parent is self.top:
+            self.module.top_defs[node.name] = facts
+        else:
+            parent.local_defs[node.name] = facts
+        if facts.is_task:
+            self.module.has_tasks = True
+        self.module.functions.append(facts)
+
+        saved = (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods)
+        self.function = facts
+        self.loop_depth = 0
+        self.queryset_names = set()
+        # Events are kept where pg_stat is mentioned, and for @atomic functions,
+        # whose whole body is one transaction that may call readers elsewhere.
+        self.active = [facts.events] if self.pg or facts.is_atomic else []
+        self.pending = []
+        self.class_methods = None
+        self.body(node.body)
+        (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
+
+    def class_def(self, node: ast.ClassDef) -> None:
+        in_loop = self.loop_depth > 0
+        for child in [*node.decorator_list, *node.bases, *node.keywords]:
+            self.expr(child, in_loop)
+        methods: dict[str, FunctionFacts] = {}
+        if self.function is self.top and self.class_methods is None:
+            self.module.classes.setdefault(node.name, methods)
+        saved = (self.class_methods, self.class_name, self.task_class)
+        self.class_name = node.name
+        self.task_class = any(_terminal_name(base) == "Task" for base in node.bases)
+        for statement in node.body:
+            self.class_methods = methods
+            self.statement(statement)
+        self.class_methods, self.class_name, self.task_class = saved
+
+    # Expressions ----------------------------------------------------------
+
+    def expr(self, root: ast.AST, in_loop: bool) -> None:
+        """Record calls, reference queries and pg events in one expression."""
+        stack = [(root, None, in_loop)]
+        pop = stack.pop
+        push = stack.append
+        references = self.reference_models
+        pg = self.pg
+        while stack:
+            node, call, loop = pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if self.pg_names and call is not None and node.id in self.pg_names:
+                    self.pg_literal(self.pg_names[node.id], call)
+                continue
+            if kind is ast.Constant:
+                if pg and type(node.value) is str and "pg_stat" in node.value:
+                    self.pg_literal(node.value, call)
+                continue
+            if kind in _CONTEXTS:
+                continue
+            if kind is ast.Call:
+                self.call(node, loop)
+                call = node
+            elif kind is ast.Attribute:
+                if references and node.attr in _MANAGERS:
+                    model = _terminal_name(node.value)
+                    if model in references:
+                        self.function.reference_queries.append(
+                            ReferenceQuery(model, node.lineno, node.col_offset + 1, loop)
+                        )
+            elif kind in _COMPREHENSIONS:
+                generators = node.generators
+                # Only the first iterable is evaluated once; the rest runs per item.
+                push((generators[0].iter, call, loop))
+                for index, generator in enumerate(generators):
+                    if index:
+                        push((generator.iter, call, True))
+                    for condition in generator.ifs:
+                        push((condition, call, True))
+                if kind is ast.DictComp:
+                    push((node.key, call, True))
+                    push((node.value, call, True))
+                else:
+                    push((node.elt, call, True))
+                continue
+            elif kind is ast.Lambda:
+                continue  # its body runs later, wherever it is called
+            for child in ast.iter_child_nodes(node):
+                push((child, call, loop))
+        if self.pending:
+            if self.active:
+                self.pending.sort(key=lambda item: (item[0], item[1]))
+                events = [item[2] for item in self.pending]
+                for target in self.active:
+                    target.extend(events)
+            self.pending.clear()
+
+    def call(self, node: ast.Call, in_loop: bool) -> None:
+        func = node.func
+        target = call_target(func)
+        line = node.lineno
+        if target is not None:
+            self.function.calls.append(Call(target, in_loop, line, node.col_offset + 1))
+            if self.active:
+                self.pending.append((line, node.col_offset, ("X", target, line, node.col_offset + 1)))
+        attribute = func.attr if type(func) is ast.Attribute else (func.id if type(func) is ast.Name else None)
+        if attribute is None:
+            return
+        if attribute in ("commit", "rollback") and self.active:
+            self.pending.append((line, node.col_offset, ("C",)))
+        for keyword in node.keywords:
+            if keyword.arg == "autocommit" and type(keyword.value) is ast.Constant:
+                if keyword.value.value is True:
+                    self.function.autocommit = True
+        if attribute == "set_autocommit" and node.args and type(node.args[0]) is ast.Constant:
+            if node.args[0].value is True:
+                self.function.autocommit = True
+            elif node.args[0].value is False:
+                self.function.opens_connection = True
+        elif attribute == "set_isolation_level" and "AUTOCOMMIT" in ast.dump(node):
+            self.function.autocommit = True
+        elif attribute == "connect" and type(func) is ast.Attribute:
+            base = _terminal_name(func.value)
+            if base in ("psycopg", "psycopg2") and not any(
+                keyword.arg == "autocommit" and type(keyword.value) is ast.Constant and keyword.value.value is True
+                for keyword in node.keywords
+            ):
+                self.function.opens_connection = True
+
+    def pg_literal(self, text: str, call: ast.Call | None) -> None:
+        if call is None or not self.active:
+            return
+        names = set(_PG_NAME.findall(text))
+        position = (call.lineno, call.col_offset)
+        if "pg_stat_clear_snapshot" in names:
+            self.pending.append((*position, ("C",)))
+        if any(name not in _PG_NOT_READS and not name.endswith("_reset") and "_reset_" not in name for name in names):
+            self.pending.append((*position, ("R", call.lineno, call.col_offset + 1)))
+
+
+def collect(tree: ast.Module, path: Path, display: str, reference_models: frozenset[str], source: bytes) -> ModuleFacts:
+    """Facts of one parsed module."""
+    module = ModuleFacts(path, display)
+    collector = _Collector(module, reference_models, source)
+    collector.body(tree.body)
+    for classes_methods in module.classes.values():
+        for facts in classes_methods.values():
+            if facts.is_task:
+                module.has_tasks = True
+    return module

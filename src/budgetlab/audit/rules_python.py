@@ -1,0 +1,248 @@
+"""BL002 to BL005: judges the facts of all audited Python modules together and words the findings."""
+
+from __future__ import annotations
+
+import ast
+
+from budgetlab.audit.callgraph import Project, per_item, task_reach
+from budgetlab.audit.findings import Finding
+from budgetlab.audit.pyfacts import Call, FunctionFacts, ModuleFacts
+
+_MAX_DEPTH = 8
+
+
+def _where(facts: FunctionFacts) -> str:
+    return f"`{facts.qualname}`"
+
+
+def _loop_at(origin: tuple, here: FunctionFacts) -> str:
+    """"line 40" for a loop in the same file, "path:40" for one elsewhere."""
+    caller, call = origin
+    if caller.module is here.module:
+        return f"line {call.line}"
+    return f"{caller.module.display}:{call.line}"
+
+
+def check_python(modules: list[ModuleFacts], enabled: set[str] | frozenset[str]) -> list[Finding]:
+    """Findings of the Python rules in enabled, over every module at once."""
+    project = Project(modules)
+    findings: list[Finding] = []
+    in_tasks = task_reach(project) if enabled & {"BL002", "BL003"} else {}
+    if "BL002" in enabled:
+        findings.extend(swallowed_soft_limit(project, in_tasks))
+    if "BL003" in enabled:
+        findings.extend(unisolated_queryset_loops(project, in_tasks))
+    if "BL004" in enabled:
+        findings.extend(reference_queries_per_item(project))
+    if "BL005" in enabled:
+        findings.extend(frozen_pg_stats(project))
+    return findings
+
+
+# BL002 --------------------------------------------------------------------
+
+
+def swallowed_soft_limit(project: Project, in_tasks: dict) -> list[Finding]:
+    """Catch-alls in a task's loops, or anywhere in a helper a task calls per item."""
+    if not any(facts.handlers for facts in in_tasks):
+        return []
+    per_item_in_tasks = per_item(project, list(in_tasks))
+    findings = []
+    for facts, (task,) in in_tasks.items():
+        for handler in facts.handlers:
+            origin = per_item_in_tasks.get(facts)
+            if handler.in_loop:
+                place = f"a loop in task {_where(task)}" if facts is task else (
+                    f"a loop in {_where(facts)} (run by task {_where(task)})"
+                )
+            elif origin is not None:
+                place = f"{_where(facts)} (run once per item by the loop at {_loop_at(origin, facts)})"
+            else:
+                continue
+            findings.append(
+                Finding(
+                    facts.module.display,
+                    handler.line,
+                    handler.column,
+                    "BL002",
+                    f"`{handler.label}` in {place} also catches SoftTimeLimitExceeded: the soft "
+                    "limit is blamed on the current item and swallowed, the loop runs on until "
+                    "the hard limit kills the worker child, and the job never reaches a final "
+                    "state; catch SoftTimeLimitExceeded first, finalize the job, re-raise",
+                )
+            )
+    return findings
+
+
+# BL003 --------------------------------------------------------------------
+
+
+def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]:
+    """Loops over querysets in task code that do the work inline, without per-row try/except."""
+    findings = []
+    for module in project.modules:
+        for facts in module.functions:
+            if not facts.queryset_loops:
+                continue
+            task = in_tasks.get(facts)
+            sweep = "sweep" in facts.name.lower() and module.has_tasks
+            if task is None and not sweep:
+                continue
+            for loop in facts.queryset_loops:
+                if loop.helper is not None and _helper_isolates(project, facts, loop):
+                    continue
+                where = (
+                    f"task {_where(facts)}" if facts.is_task
+                    else f"{_where(facts)} (runs in task {_where(task[0])})" if task
+                    else f"sweep {_where(facts)}"
+                )
+                findings.append(
+                    Finding(
+                        module.display,
+                        loop.line,
+                        loop.column,
+                        "BL003",
+                        f"`for {_short(loop.loop.target)} in {_short(loop.loop.iter)}` in {where} does "
+                        "the work with no per-row isolation: the first row that raises ends the "
+                        "sweep and leaves the rest for the next run, which stops at the same row; "
+                        "isolate each row (try/except that re-raises SoftTimeLimitExceeded), count "
+                        "failures and log a summary",
+                    )
+                )
+    return findings
+
+
+def _helper_isolates(project: Project, facts: FunctionFacts, loop) -> bool:
+    callees = project.callees(facts, Call(loop.helper, True, loop.line, loop.column))
+    return any(callee.has_try_handler for callee in callees)
+
+
+def _short(node: ast.AST, limit: int = 60) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# BL004 --------------------------------------------------------------------
+
+
+def reference_queries_per_item(project: Project) -> list[Finding]:
+    """Queries on reference models inside a loop or in a function called per item."""
+    holders = [facts for module in project.modules for facts in module.functions if facts.reference_queries]
+    if not holders:
+        return []
+    everyone = [facts for module in project.modules for facts in module.functions]
+    per_item_functions = per_item(project, everyone, stop=lambda facts: facts.is_cached)
+    findings = []
+    for facts in holders:
+        if facts.is_cached or _inside_cached(facts):
+            continue
+        origin = per_item_functions.get(facts)
+        for query in facts.reference_queries:
+            if query.in_loop:
+                place = "inside a loop"
+            elif origin is not None:
+                place = f"in {_where(facts)} (run once per item by the loop at {_loop_at(origin, facts)})"
+            else:
+                continue
+            findings.append(
+                Finding(
+                    facts.module.display,
+                    query.line,
+                    query.column,
+                    "BL004",
+                    f"{query.model} is reference data, queried {place}: likely one table scan "
+                    "per row, each too small to see in a profile, together a large share of a "
+                    "batch's run time; read it through a functools.lru_cache function cleared on "
+                    "post_save/post_delete (heuristic: check that the query really runs per item)",
+                )
+            )
+    return findings
+
+
+def _inside_cached(facts: FunctionFacts) -> bool:
+    parent = facts.parent
+    while parent is not None:
+        if parent.is_cached:
+            return True
+        parent = parent.parent
+    return False
+
+
+# BL005 --------------------------------------------------------------------
+
+
+def frozen_pg_stats(project: Project) -> list[Finding]:
+    """Two pg_stat_* reads in one transaction with no pg_stat_clear_snapshot() between."""
+    if not any(module.mentions_pg_stat for module in project.modules):
+        return []
+    effects: dict[FunctionFacts, list[str]] = {}
+    findings = []
+    for module in project.modules:
+        for facts in module.functions:
+            if facts.autocommit:
+                continue
+            scopes = list(facts.scopes)
+            if (module.mentions_pg_stat and facts.opens_connection) or facts.is_atomic:
+                scopes.append((facts.line, facts.events))
+            for _, events in scopes:
+                findings.extend(_scan(project, facts, events, effects))
+    return findings
+
+
+def _flatten(project: Project, facts: FunctionFacts, events: list[tuple], effects: dict, depth: int):
+    """(kind, line, column) of reads and clears; a helper's reads sit at the call's position."""
+    for event in events:
+        kind = event[0]
+        if kind == "R":
+            yield event
+        elif kind == "C":
+            yield ("C", 0, 0)
+        else:
+            _, target, line, column = event
+            for callee in project.callees(facts, Call(target, False, line, column)):
+                for effect in _effect(project, callee, effects, depth + 1):
+                    yield (effect, line, column)
+
+
+def _effect(project: Project, facts: FunctionFacts, effects: dict, depth: int) -> list[str]:
+    """What calling a function does to the stats snapshot: its reads and clears in order."""
+    if facts in effects:
+        return effects[facts]
+    if facts.autocommit or depth > _MAX_DEPTH or not facts.events:
+        return []
+    effects[facts] = []  # a recursive call reads nothing more
+    sequence: list[str] = []
+    for kind, _, _ in _flatten(project, facts, facts.events, effects, depth):
+        # Runs are capped: two reads already make the point, one clear resets.
+        if sequence[-2:] == [kind, kind] or (kind == "C" and sequence[-1:] == ["C"]):
+            continue
+        sequence.append(kind)
+    effects[facts] = sequence
+    return sequence
+
+
+def _scan(project: Project, facts: FunctionFacts, events: list[tuple], effects: dict) -> list[Finding]:
+    findings = []
+    first_read = None
+    for kind, line, column in _flatten(project, facts, events, effects, 0):
+        if kind == "C":
+            first_read = None
+            continue
+        if first_read is not None:
+            again = (
+                "again inside a loop" if first_read == (line, column) else f"again (first read at line {first_read[0]})"
+            )
+            findings.append(
+                Finding(
+                    facts.module.display,
+                    line,
+                    column,
+                    "BL005",
+                    f"pg_stat_* read {again} in the same transaction with no "
+                    "pg_stat_clear_snapshot() between: since PostgreSQL 15 the first read freezes "
+                    "the statistics snapshot for the whole transaction, so the delta is zero; "
+                    "sample in autocommit",
+                )
+            )
+        first_read = (line, column)
+    return findings

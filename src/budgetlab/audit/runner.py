@@ -1,0 +1,110 @@
+"""Runs an audit: finds the files, reads each once, applies the rules, filters by config and noqa."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from budgetlab.audit.config import ConfigError, load_config
+from budgetlab.audit.discovery import walk
+from budgetlab.audit.findings import AuditResult, Finding, Skipped
+from budgetlab.audit.noqa import silenced
+from budgetlab.audit.pyfacts import collect
+from budgetlab.audit.rules_launch import check_launch_file
+from budgetlab.audit.rules_python import check_python
+from budgetlab.audit.sources import Unreadable, decode_text, parse_python, python_lines, read_bytes
+
+
+class UsageError(ValueError):
+    """Bad input from the person running the audit; the message is one line."""
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """The path as printed: relative to the working directory when inside it."""
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def audit(paths: list[str], select: list[str] | None = None, ignore: list[str] | None = None) -> AuditResult:
+    """Audit the given files and directories; raise UsageError on bad paths or options."""
+    if not paths:
+        raise UsageError("no path given")
+    cwd = Path.cwd().resolve()
+    cache: dict = {}
+    work: list[tuple[Path, str, object]] = []
+    seen: set[Path] = set()
+    for given in paths:
+        path = Path(given)
+        if not path.exists():
+            raise UsageError(f"path not found: {given}")
+        try:
+            config = load_config(path, select, ignore, cache)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        for file, kind in walk(path, config.exclude, config.root):
+            absolute = file.resolve()
+            if absolute not in seen:
+                seen.add(absolute)
+                work.append((absolute, kind, config))
+    if not cache:  # no path at all reached load_config: still check the options
+        try:
+            load_config(cwd, select, ignore)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+
+    result = AuditResult()
+    modules = []
+    python_sources: dict[str, tuple[bytes, object]] = {}
+    for absolute, kind, config in work:
+        display = display_path(absolute, cwd)
+        try:
+            data = read_bytes(absolute)
+            if kind == "python":
+                tree = parse_python(data, display)
+            else:
+                text = decode_text(data)
+        except Unreadable as exc:
+            result.skipped.append(Skipped(display, str(exc)))
+            continue
+        result.files += 1
+        result.lines += data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        if kind == "python":
+            modules.append(collect(tree, absolute, display, config.reference_models, data))
+            python_sources[display] = (data, config)
+            del tree
+        elif "BL001" in config.enabled:
+            result.findings.extend(check_launch_file(display, text, kind))
+
+    enabled = set().union(*(config.enabled for _, _, config in work)) if work else set()
+    if modules and enabled - {"BL001"}:
+        lines_cache: dict[str, list[str]] = {}
+        for finding in check_python(modules, enabled):
+            data, config = python_sources[finding.path]
+            if finding.code not in config.enabled:
+                continue
+            lines = lines_cache.get(finding.path)
+            if lines is None:
+                lines = lines_cache[finding.path] = python_lines(data)
+            line = lines[finding.line - 1] if finding.line <= len(lines) else ""
+            if silenced(line, finding.code):
+                continue
+            result.findings.append(_character_column(finding, line))
+    result.findings = sorted(set(result.findings))
+    result.skipped.sort()
+    return result
+
+
+def _character_column(finding: Finding, line: str) -> Finding:
+    """The parser counts columns in UTF-8 bytes; people and SARIF count characters."""
+    if line.isascii():
+        return finding
+    encoded = line.encode("utf-8")
+    column = len(encoded[: finding.column - 1].decode("utf-8", "ignore")) + 1
+    return Finding(finding.path, finding.line, column, finding.code, finding.message)
+
+
+def relative_uri(display: str) -> str:
+    """URI for SARIF: a relative path as is, an absolute one as a file: URI."""
+    return Path(display).as_uri() if os.path.isabs(display) else display

@@ -1,0 +1,88 @@
+"""`budgetlab doctor`: check everything the workshop needs and say what to do about each problem."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from budgetlab.stack.process import pid_alive
+
+PINNED_CELERY = "5.6.3"
+
+
+def run(console: Console) -> list[str]:
+    """Print one line per check; return the problems found."""
+    problems: list[str] = []
+
+    def report(ok: bool, what: str, fix: str = "") -> None:
+        console.print(f"  {'[green]ok[/]  ' if ok else '[red]fail[/]'} {what}" + ("" if ok else f"\n        → {fix}"))
+        if not ok:
+            problems.append(what)
+
+    version = sys.version_info
+    report((3, 11) <= version[:2] <= (3, 12), f"Python {version.major}.{version.minor}",
+           "use Python 3.11 or 3.12: the PostgreSQL and Redis wheels stop at 3.12")
+    import celery
+
+    report(celery.__version__ == PINNED_CELERY, f"Celery {celery.__version__}",
+           f"lab 1 teaches Celery {PINNED_CELERY}'s precedence; run 'make workshop' to reinstall the pinned version")
+    from budgetlab import clock
+    from budgetlab.errors import BudgetlabError
+
+    try:
+        report(True, clock.describe())
+    except BudgetlabError as exc:
+        report(False, "lab clock", str(exc))
+    _check_stack(report)
+    _check_stale_workers(report)
+    console.print("[green]all good[/]" if not problems else f"[red]{len(problems)} problem(s)[/]")
+    return problems
+
+
+def _check_stack(report) -> None:
+    from budgetlab import stack
+
+    for server in stack.servers().values():
+        info = stack.describe(server)
+        name = "PostgreSQL" if server.kind == "postgres" else "Redis"
+        where = "external" if server.external else "embedded"
+        if not info["running"]:
+            fix = ("check DATABASE_URL/REDIS_URL and that the server answers" if server.external
+                   else "start it with 'budgetlab stack up' (or 'make workshop')")
+            report(False, f"{name} ({where}) is not answering", fix)
+            continue
+        report(True, f"{name} {info['version']} ({where}) at {info['url']}")
+        if server.kind == "postgres":
+            major = int(info["version"].split(".")[0])
+            report(major >= 15, f"PostgreSQL {major} has stats_fetch_consistency",
+                   "lab 5 needs PostgreSQL 15 or newer; use the embedded stack (unset DATABASE_URL)")
+            if major >= 15:
+                value = _stats_fetch_consistency(server.url)
+                report(value == "cache", f"stats_fetch_consistency = {value}",
+                       "lab 5 expects the server default 'cache'; remove the setting from the server's configuration")
+
+
+def _stats_fetch_consistency(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
+        return conn.execute("SHOW stats_fetch_consistency").fetchone()[0]
+
+
+def _check_stale_workers(report) -> None:
+    from pathlib import Path
+
+    from budgetlab.paths import repo_root
+    from budgetlab.stack.process import pid_cmdline
+
+    root = str(repo_root())
+    stale = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and pid_alive(int(entry.name)):
+            line = pid_cmdline(int(entry.name))
+            if "celery" in line and "kontor.celery_app" in line and "worker" in line:
+                stale.append(int(entry.name))
+    report(not stale, "no stale Celery workers from an earlier run" if not stale else f"stale workers: {stale}",
+           f"stop them with 'kill {' '.join(map(str, stale))}'" if stale else "")
+    del root

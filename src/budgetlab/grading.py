@@ -1,0 +1,211 @@
+"""The pytest plugin behind the hidden graders: targets, isolation, real workers, plain reports.
+
+Loaded by tests/conftest.py. It gives each check its own copy of the
+seeded database, its own Redis database and queues, and real workers
+started with the target's code; and it writes one JSON line per check
+for `budgetlab check`, which prints the symptom, never the grader's code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from budgetlab import database, stack
+from budgetlab.paths import labs_root, state_dir
+from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
+
+
+class CouldNotGrade(Exception):
+    """The check could not run at all (for example the learner's module does not import)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("budgetlab")
+    group.addoption("--target", default=os.environ.get("BUDGETLAB_TARGET", "labs"),
+                    help="tree to grade: labs (the learner's), solutions, or a folder laid out like labs/")
+
+
+def target_root(config: pytest.Config) -> Path:
+    value = config.getoption("--target")
+    if value in ("labs", "solutions"):
+        return labs_root() / value
+    return Path(value).resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    root = target_root(config)
+    # The target's lab packages import as lab1_inherited_limit, ..., whichever tree they come from.
+    sys.path.insert(0, str(root))
+    _setup_django()
+    config.addinivalue_line("markers", "check: a hidden check of a lab (reported by budgetlab check)")
+
+
+@pytest.fixture(scope="session")
+def target_dir(pytestconfig: pytest.Config) -> Path:
+    """The tree being graded: labs/, solutions/, or a copy with a fix applied."""
+    return target_root(pytestconfig)
+
+
+_SESSION_DATABASE = f"{stack.DEFAULT_DATABASE}_session_{uuid.uuid4().hex[:8]}"
+
+
+def _setup_django() -> None:
+    """Configure Django before collection, so graders may import models at module level.
+
+    Nothing connects yet: the session database named here is created by the
+    `django_ready` fixture, only in sessions that use the database.
+    """
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
+    if "KONTOR_DATABASE_URL" not in os.environ:
+        try:
+            os.environ["KONTOR_DATABASE_URL"] = stack.database_url(_session_name())
+        except Exception:  # stack down: tests that need Django fail with the stack's own message
+            return
+    import django
+
+    django.setup()
+
+
+def _session_name() -> str:
+    return f"{stack.database_name()}_session_{_SESSION_DATABASE.rsplit('_', 1)[1]}"
+
+
+@pytest.fixture(scope="session")
+def django_ready():
+    """The grader process's own database (a copy of the seeded template), dropped at the end."""
+    stack.require()
+    from django.db import connections
+
+    name = connections["default"].settings_dict["NAME"]
+    database.copy_template(name)
+    yield name
+    from django.db import connections
+
+    connections.close_all()
+    database.drop(name)
+
+
+@pytest.fixture
+def kontor_db(django_ready) -> str:
+    """A fresh copy of the seeded database for one check; Django in this process points at it."""
+    from django.db import connections
+
+    url = database.scratch_database("check")
+    name = url.rsplit("/", 1)[1]
+    connection = connections["default"]
+    connection.close()
+    previous = connection.settings_dict["NAME"]
+    connection.settings_dict["NAME"] = name
+    yield url
+    connection.close()
+    connection.settings_dict["NAME"] = previous
+    database.drop(name)
+
+
+@pytest.fixture
+def broker_url() -> str:
+    """A Redis database of its own for one check, emptied before use."""
+    import redis
+
+    control = redis.Redis.from_url(stack.redis_url(0))
+    number = 1 + control.incr("budgetlab:broker-db") % 15
+    url = stack.redis_url(number)
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
+def celery_client(broker_url):
+    """A Celery app that sends tasks by name and reads their results, like Kontor's web process."""
+    from celery import Celery
+
+    app = Celery("grader", broker=broker_url, backend=broker_url, set_as_current=False)
+    app.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
+                    result_extended=True)
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def queue_name() -> str:
+    """A queue name no other check uses."""
+    return f"check-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def start_worker(target_dir, kontor_db, broker_url, tmp_path):
+    """Start real workers with the target's code; every one is stopped by PID afterwards."""
+    started: list[WorkerTree] = []
+
+    def start(queues: list[str], modules: list[str], concurrency: int = 1, extra_args: list[str] | None = None,
+              settings_module: str | None = None, latency_plan: dict | None = None,
+              argv: list[str] | None = None, expect_ready: int = 1, extra_env: dict | None = None,
+              cwd: Path | None = None) -> WorkerTree:
+        plan_path = None
+        if latency_plan is not None:
+            plan_path = tmp_path / f"plan-{len(started)}.json"
+            plan_path.write_text(json.dumps(latency_plan))
+        env = Environment(target_dir=target_dir, database_url=kontor_db, broker_url=broker_url, modules=modules,
+                          settings_module=settings_module, latency_plan=plan_path, extra=extra_env or {})
+        command = argv or celery_argv(queues, unique_hostname("grader"), concurrency, extra_args)
+        tree = WorkerTree(command, env, tmp_path / f"worker-{len(started)}.log", expect_ready=expect_ready, cwd=cwd)
+        started.append(tree)
+        try:
+            tree.start()
+        except Exception as exc:
+            raise CouldNotGrade(f"the worker did not start with the {target_dir.name} code: {exc}") from None
+        return tree
+
+    yield start
+    for tree in started:
+        tree.stop()
+
+
+def _symptom(report: pytest.TestReport) -> str:
+    """Return the first line a person should read: the assertion's message, not the grader's code."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash else str(report.longrepr)
+    if text.startswith("AssertionError: "):
+        text = text[len("AssertionError: "):]
+    text = text.split("\nassert ", 1)[0].strip()
+    if text.startswith(f"{CouldNotGrade.__module__}.CouldNotGrade: "):
+        text = "could not grade: " + text.split(": ", 1)[1]
+    return text.splitlines()[0] if text else "failed"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = os.environ.get("BUDGETLAB_REPORT_FILE")
+    if not path:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        entry = {"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
+                 "symptom": "" if report.passed else _symptom(report),
+                 "could_not_grade": "could not grade" in ("" if report.passed else _symptom(report)),
+                 "seconds": round(report.duration, 2)}
+        with open(path, "a") as out:
+            out.write(json.dumps(entry) + "\n")
+
+
+_TITLES: dict[str, str] = {}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        doc = (getattr(item.obj, "__doc__", None) or "").strip().splitlines()
+        _TITLES[item.nodeid] = doc[0] if doc else item.name
+
+
+def _title(nodeid: str) -> str:
+    return _TITLES.get(nodeid, nodeid.rsplit("::", 1)[-1])
+
+
+def log_dir() -> Path:
+    path = state_dir() / "logs"
+    path.mkdir(exist_ok=True)
+    return path

@@ -1,0 +1,58 @@
+"""How the CLI shows things: the lab table, check lines and summaries, the stack table."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from budgetlab.labs import Lab
+
+STATUS_STYLE = {"passed": "green", "failing": "red", "started": "yellow", "not started": "dim"}
+
+
+def lab_table(labs: list[Lab]) -> Table:
+    from budgetlab import progress
+
+    data = progress.load()
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("lab", "title", "status", "timebox", "hints"):
+        table.add_column(column)
+    for lab in labs:
+        entry = progress.lab_entry(data, lab.number)
+        status = entry["status"]
+        table.add_row(str(lab.number), lab.title, Text(status, style=STATUS_STYLE.get(status, "")),
+                      f"{lab.timebox} min", f"{min(entry['hints_used'], len(lab.hints))}/{len(lab.hints)}")
+    return table
+
+
+def check_line(result: dict) -> Text:
+    if result["outcome"] == "passed":
+        return Text.assemble(("  ✓ ", "green"), result["title"])
+    return Text.assemble(("  ✗ ", "red"), result["title"], "\n      ", (result["symptom"], "yellow"))
+
+
+def check_summary(outcome) -> Text:
+    total = len(outcome.results)
+    if outcome.could_not_grade:
+        return Text(f"could not grade: {outcome.could_not_grade.removeprefix('could not grade: ')}", style="bold red")
+    if not total:
+        return Text("could not grade: no checks ran", style="bold red")
+    style = "bold green" if outcome.passed == total else "bold red"
+    return Text(f"{outcome.passed} of {total} hidden checks passed", style=style)
+
+
+def stack_table(with_health: bool = False):
+    from budgetlab import stack
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("server", "state", "version", "url", "pid"):
+        table.add_column(column, overflow="fold")
+    healthy = True
+    for server in stack.servers().values():
+        info = stack.describe(server)
+        healthy = healthy and info["running"]
+        state = ("external" if info["external"] else "running") if info["running"] else "stopped"
+        name = "PostgreSQL" if info["kind"] == "postgres" else "Redis"
+        table.add_row(name, Text(state, style="green" if info["running"] else "red"), info["version"] or "-",
+                      info["url"] or "-", str(info["pid"] or "-"))
+    return (table, healthy) if with_health else table

@@ -1,0 +1,191 @@
+"""Real Celery workers for runs and graders: started with a target's code, stopped by PID.
+
+A worker here is a real `celery worker` master with prefork children on
+the lab-clock pool, against the stack's PostgreSQL and Redis. Readiness is
+the worker's own "<hostname> ready." log line, never a sleep or a ping.
+Stopping sends SIGTERM to every process of the tree by PID, then SIGKILL
+to whatever is left, and confirms that nothing remains.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from budgetlab import clock
+from budgetlab.errors import BudgetlabError
+from budgetlab.stack import process
+
+READY = re.compile(r"(\S+@\S+) ready\.")
+KILLED = re.compile(r"Process '(\S+)' pid:(\d+) exited with 'signal 9 \(SIGKILL\)'")
+# Celery's fastest start: no cluster chatter the workshop does not need.
+FAST_FLAGS = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
+
+
+@dataclass
+class Environment:
+    """What a worker needs to know: the code to load and the servers to use."""
+
+    target_dir: Path
+    database_url: str
+    broker_url: str
+    modules: list[str] = field(default_factory=list)
+    settings_module: str | None = None
+    latency_plan: Path | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def variables(self) -> dict[str, str]:
+        env = dict(os.environ)
+        for name in ("DATABASE_URL", "REDIS_URL", "SOFT_TIME_LIMIT"):
+            env.pop(name, None)  # the servers are given explicitly; nothing sets the lab-1 variable by accident
+        env.update(
+            PYTHONPATH=os.pathsep.join([str(self.target_dir), *filter(None, [env.get("PYTHONPATH")])]),
+            KONTOR_DATABASE_URL=self.database_url,
+            KONTOR_BROKER_URL=self.broker_url,
+            KONTOR_RESULT_BACKEND=self.broker_url,
+            KONTOR_TASK_MODULES=",".join(self.modules),
+            BUDGETLAB_CLOCK=str(clock.factor()),
+            PYTHONUNBUFFERED="1",
+        )
+        if self.settings_module:
+            env["KONTOR_CELERY_SETTINGS"] = self.settings_module
+        if self.latency_plan:
+            env["BUDGETLAB_LATENCY_PLAN"] = str(self.latency_plan)
+        env.update(self.extra)
+        return env
+
+
+def celery_argv(queues: list[str], hostname: str, concurrency: int = 1, extra: list[str] | None = None) -> list[str]:
+    """Return the command line of one worker master consuming the given queues."""
+    return [sys.executable, "-m", "celery", "-A", "kontor.celery_app", "worker", "-Q", ",".join(queues),
+            "-n", hostname, "-c", str(concurrency), "-l", "INFO", *FAST_FLAGS, *(extra or [])]
+
+
+def unique_hostname(label: str) -> str:
+    return f"{label}-{uuid.uuid4().hex[:6]}@budgetlab"
+
+
+class WorkerTree:
+    """A started worker process (or a launch script) and everything it forked."""
+
+    def __init__(self, argv: list[str], env: Environment, log: Path, expect_ready: int = 1, cwd: Path | None = None):
+        self.argv, self.env, self.log, self.expect_ready = argv, env, log, expect_ready
+        self.cwd = cwd
+        self.proc = None
+        self._seen: set[int] = set()
+
+    def __enter__(self) -> "WorkerTree":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start the tree and wait for every expected "ready." line."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.log.write_bytes(b"")
+        import subprocess
+
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(self.argv, env=self.env.variables(), stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd)
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._remember_tree()
+            if len(self.ready_hostnames()) >= self.expect_ready:
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise BudgetlabError(f"the worker did not start: {self.last_error() or 'no ready line in its log'} "
+                             f"(log: {self.log})")
+
+    def ready_hostnames(self) -> list[str]:
+        return READY.findall(self.text())
+
+    def text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def last_error(self) -> str:
+        """Return the last line of a traceback or error in the log, for a one-line message."""
+        lines = [line for line in self.text().splitlines() if line.strip()]
+        for line in reversed(lines):
+            if re.match(r"^\w*(Error|Exception)\b|^\w+\.\w+Error|Error:|error:", line.strip()):
+                return line.strip()
+        return lines[-1].strip() if lines else ""
+
+    def killed_children(self) -> list[int]:
+        """Return the PIDs of pool children that the hard time limit killed with SIGKILL."""
+        return [int(pid) for _name, pid in KILLED.findall(self.text())]
+
+    def pids(self) -> set[int]:
+        """Return every live PID of the tree seen so far."""
+        self._remember_tree()
+        return {pid for pid in self._seen if process.pid_alive(pid)}
+
+    def _remember_tree(self) -> None:
+        if self.proc is None:
+            return
+        self._seen |= _descendants(self.proc.pid) | {self.proc.pid}
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop every process of the tree by PID and make sure none is left."""
+        if self.proc is None:
+            return
+        self._remember_tree()
+        masters = [pid for pid in self._seen if process.pid_alive(pid)]
+        for pid in masters:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.pids():
+            self.proc.poll()
+            time.sleep(0.02)
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        while self.pids():
+            time.sleep(0.02)
+
+
+def _descendants(root: int) -> set[int]:
+    """Return the PIDs below root, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

@@ -1,0 +1,104 @@
+"""Fixtures for the docs tests: a strict build of the site, a local server for it, and a headless Chromium."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import subprocess
+import threading
+from dataclasses import dataclass
+
+import pytest
+from docs_support import CANNOT_INSTALL, CHROMIUM, CHROMIUM_ARGS, ROOT, Build, build_site, vendor_assets
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: drives the built docs site in headless Chromium")
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Build:
+    """The real docs site, built once per session with --strict."""
+    vendor_assets()
+    return build_site(ROOT / "mkdocs.yml", tmp_path_factory.mktemp("site") / "site")
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    """Base URL of the built site, served by a local HTTP server that stops after the session."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site.require()))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="docs-site-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the signature is the base class's
+        pass
+
+
+@pytest.fixture(scope="session")
+def chromium_browser():
+    """Debian's Chromium driven by Playwright; installed with apt-get when missing, never downloaded."""
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "ensure_chromium.sh")], capture_output=True, text=True)
+    if result.returncode == CANNOT_INSTALL:
+        pytest.skip(f"Chromium is missing and cannot be installed here: {result.stderr.strip()}")
+    assert result.returncode == 0, f"scripts/ensure_chromium.sh failed:\n{result.stdout}{result.stderr}"
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python client is not installed")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# Material attaches rendered Mermaid diagrams to a closed shadow root, which no
+# selector can reach; the tests open it so they can look at the SVG.
+OPEN_SHADOW_ROOTS = """
+const attachShadow = Element.prototype.attachShadow;
+Element.prototype.attachShadow = function (init) {
+  return attachShadow.call(this, Object.assign({}, init, { mode: "open" }));
+};
+"""
+
+
+@dataclass
+class PageProbe:
+    """A browser page plus what it complained about and what it tried to fetch from elsewhere."""
+
+    page: object
+    console_errors: list
+    external_requests: list
+
+
+@pytest.fixture
+def probe(chromium_browser, site_url):
+    """A fresh light-mode page that blocks and records every request leaving localhost."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    context.add_init_script(OPEN_SHADOW_ROOTS)
+    external: list[str] = []
+
+    def route(route):
+        url = route.request.url
+        if url.startswith(site_url) or url.startswith("data:") or url.startswith("blob:"):
+            route.continue_()
+        else:
+            external.append(url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    try:
+        yield PageProbe(page, errors, external)
+    finally:
+        context.close()

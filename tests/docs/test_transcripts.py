@@ -1,0 +1,110 @@
+"""Command transcripts on the site come from real runs, and a stale one fails the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+
+import pytest
+from docs_support import DOCS, ROOT
+
+INCLUDE = re.compile(r"""--8<--\s+["']transcripts/([^"']+)\.txt["']""")
+
+
+def _load_transcripts_module():
+    spec = importlib.util.spec_from_file_location("budgetlab_docs_transcripts", ROOT / "scripts" / "transcripts.py")
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses needs the module registered while the class bodies run.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+transcripts = _load_transcripts_module()
+
+
+@pytest.mark.parametrize("entry", transcripts.TRANSCRIPTS, ids=lambda entry: entry.name)
+def test_stored_transcript_matches_a_fresh_run(entry):
+    """Re-running the command prints exactly what the docs page shows."""
+    reason = transcripts.unavailable_reason(entry)
+    if reason:
+        pytest.skip(reason)
+    assert transcripts.path_for(entry).exists(), (
+        f"docs/transcripts/{entry.name}.txt is missing; run `python scripts/transcripts.py {entry.name}`"
+    )
+    diff = transcripts.compare(entry)
+    assert diff is None, (
+        f"docs/transcripts/{entry.name}.txt no longer matches `{' '.join(entry.command)}`; "
+        f"run `python scripts/transcripts.py {entry.name}` and review:\n{diff}"
+    )
+
+
+def test_every_included_transcript_has_a_table_entry():
+    """A page includes only transcripts that scripts/transcripts.py knows how to regenerate."""
+    known = {entry.name for entry in transcripts.TRANSCRIPTS}
+    unknown = sorted(
+        f"{page.relative_to(DOCS)}: {name}"
+        for page in DOCS.rglob("*.md")
+        for name in INCLUDE.findall(page.read_text(encoding="utf-8"))
+        if name not in known
+    )
+    assert not unknown, "pages include transcripts that no table entry produces:\n" + "\n".join(unknown)
+
+
+def test_no_stored_transcript_is_orphaned():
+    """Every file in docs/transcripts/ belongs to a table entry, so none is edited by hand and forgotten."""
+    known = {entry.name for entry in transcripts.TRANSCRIPTS}
+    stored = {path.stem for path in transcripts.TRANSCRIPT_DIR.glob("*.txt")}
+    assert not stored - known, f"transcripts without a table entry: {sorted(stored - known)}"
+
+
+def test_table_entries_have_unique_names():
+    """Two entries never write the same file."""
+    names = [entry.name for entry in transcripts.TRANSCRIPTS]
+    assert len(names) == len(set(names)), f"duplicate transcript names: {names}"
+
+
+def _python_entry(name, code, **options):
+    return transcripts.Transcript(name, (sys.executable, "-c", code), **options)
+
+
+def test_a_recorded_transcript_starts_with_the_command_and_matches_again(tmp_path):
+    """Writing then comparing the same deterministic command reports no drift."""
+    entry = _python_entry("demo", "print('processed=571 failed=20')")
+    written = transcripts.write(entry, tmp_path)
+    text = written.read_text(encoding="utf-8")
+    assert text.startswith("$ "), "a transcript opens with the command line, as a terminal shows it"
+    assert text.endswith("processed=571 failed=20\n")
+    assert transcripts.compare(entry, tmp_path) is None
+
+
+def test_changed_output_is_reported_as_a_diff(tmp_path):
+    """When the command now prints something else, compare returns a diff naming both versions."""
+    transcripts.write(_python_entry("demo", "print('processed=571 failed=20')"), tmp_path)
+    diff = transcripts.compare(_python_entry("demo", "print('processed=591 failed=0')"), tmp_path)
+    assert diff is not None, "drift went unnoticed"
+    assert "-processed=571 failed=20" in diff and "+processed=591 failed=0" in diff
+
+
+def test_masks_hide_values_that_change_between_runs(tmp_path):
+    """A masked PID or duration does not count as drift."""
+    code = "import os, time; print(f'worker pid={os.getpid()} took {time.perf_counter():.3f} s')"
+    entry = _python_entry("demo", code, masks=((r"pid=\d+", "pid=<pid>"), (r"\d+\.\d+ s", "<n> s")))
+    transcripts.write(entry, tmp_path)
+    assert "pid=<pid> took <n> s" in (tmp_path / "demo.txt").read_text(encoding="utf-8")
+    assert transcripts.compare(entry, tmp_path) is None
+
+
+def test_an_unexpected_exit_status_is_an_error(tmp_path):
+    """A command that fails when it should succeed is not silently recorded."""
+    with pytest.raises(transcripts.TranscriptError, match="exited 3, expected 0"):
+        transcripts.write(_python_entry("demo", "raise SystemExit(3)"), tmp_path)
+    assert not (tmp_path / "demo.txt").exists()
+
+
+def test_an_unknown_subcommand_is_reported_unavailable():
+    """An entry for a command the CLI does not have yet is skipped with a reason, not failed."""
+    entry = transcripts.Transcript("future", ("budgetlab", "no-such-command-yet"))
+    reason = transcripts.unavailable_reason(entry)
+    assert reason and "no-such-command-yet" in reason
