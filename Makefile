@@ -11,7 +11,7 @@ PYTHON ?= $(shell for p in python3.12 python3.11 python3; do \
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help workshop test venv stack-up stack-down docs bench clean clean-venv
+.PHONY: help workshop test venv stack-up stack-down docs docs-build bench clean clean-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -42,7 +42,12 @@ stack-down: venv ## Stop what the stack started
 	$(BIN)/budgetlab stack down
 
 docs: venv ## Serve the docs site on http://127.0.0.1:8000
-	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+	bash scripts/vendor_docs_assets.sh
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+docs-build: venv ## Build the docs site strictly into .budgetlab/site
+	bash scripts/vendor_docs_assets.sh
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d .budgetlab/site
 
 bench: venv ## Print the speed figures (stack start-up, lab clock precision, ...)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -100,7 +100,7 @@ def unavailable_reason(entry: Transcript) -> str | None:
         import typer.main
 
         from budgetlab.cli import app
-    except Exception as exc:  # an unfinished CLI may fail to import in any way
+    except Exception as exc:  # noqa: BLE001 - an unfinished CLI may fail to import in any way
         return f"budgetlab.cli cannot be imported: {type(exc).__name__}: {exc}"
     command = typer.main.get_command(app)
     ctx = command.context_class(command, info_name=PROGRAM)
@@ -132,6 +132,7 @@ def record(entry: Transcript) -> str:
     try:
         result = subprocess.run(
             argv_for(entry),
+            check=False,
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

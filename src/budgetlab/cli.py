@@ -17,7 +17,7 @@ app = typer.Typer(help="A workshop on budgets, endings and isolation for Celery 
 stack_app = typer.Typer(help="Start, stop and describe the PostgreSQL and Redis servers.", no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
 console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class ReportFormat(str, Enum):
@@ -41,7 +41,7 @@ def list_labs() -> None:
     """List the labs with their status and timebox."""
     from budgetlab import labs, views
 
-    console.print(views.lab_table(labs.load()))
+    console.print(views.lab_table(labs.load(), _warn))
 
 
 @app.command("run")
@@ -216,4 +216,6 @@ def main() -> None:
             exc.show()
             sys.exit(2)
         raise
+    if code == 130:  # Typer turns Ctrl-C into exit 130 after the commands' own clean-up ran
+        errors.print("interrupted; every process this command started has been stopped")
     sys.exit(code if isinstance(code, int) else 0)

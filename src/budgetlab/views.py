@@ -10,10 +10,10 @@ from budgetlab.labs import Lab
 STATUS_STYLE = {"passed": "green", "failing": "red", "started": "yellow", "not started": "dim"}
 
 
-def lab_table(labs: list[Lab]) -> Table:
+def lab_table(labs: list[Lab], warn=lambda message: None) -> Table:
     from budgetlab import progress
 
-    data = progress.load()
+    data = progress.load(warn)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("lab", "title", "status", "timebox", "hints"):
         table.add_column(column)

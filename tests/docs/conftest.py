@@ -9,7 +9,15 @@ import threading
 from dataclasses import dataclass
 
 import pytest
-from docs_support import CANNOT_INSTALL, CHROMIUM, CHROMIUM_ARGS, ROOT, Build, build_site, vendor_assets
+from docs_support import (
+    CANNOT_INSTALL,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    Build,
+    build_site,
+    vendor_assets,
+)
 
 
 def pytest_configure(config):
@@ -39,14 +47,17 @@ def site_url(built_site):
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the signature is the base class's
+    def log_message(self, format, *args):
+        # The test output is no place for an access log.
         pass
 
 
 @pytest.fixture(scope="session")
 def chromium_browser():
     """Debian's Chromium driven by Playwright; installed with apt-get when missing, never downloaded."""
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "ensure_chromium.sh")], capture_output=True, text=True)
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "ensure_chromium.sh")], capture_output=True, text=True, check=False
+    )
     if result.returncode == CANNOT_INSTALL:
         pytest.skip(f"Chromium is missing and cannot be installed here: {result.stderr.strip()}")
     assert result.returncode == 0, f"scripts/ensure_chromium.sh failed:\n{result.stdout}{result.stderr}"
@@ -87,7 +98,7 @@ def probe(chromium_browser, site_url):
 
     def route(route):
         url = route.request.url
-        if url.startswith(site_url) or url.startswith("data:") or url.startswith("blob:"):
+        if url.startswith((site_url, "data:", "blob:")):
             route.continue_()
         else:
             external.append(url)

@@ -42,9 +42,9 @@ def test_page_loads_without_console_errors(probe, site_url, path):
 def test_search_for_soft_time_limit_exceeded_finds_lab_2(probe, site_url):
     """Typing the exception's name into the search box offers lab 2 among the results."""
     page = open_page(probe, site_url, "")
-    page.locator("label.md-header__button[for='__search']").click()
-    search = page.locator("input.md-search__input")
-    search.fill("SoftTimeLimitExceeded")
+    page.locator("input.md-search__input").click()
+    # Material searches on key events; fill() sets the value without any.
+    page.keyboard.type("SoftTimeLimitExceeded", delay=10)
     results = page.locator(".md-search-result__item a")
     results.first.wait_for(timeout=15_000)
     links = results.evaluate_all("links => links.map(a => a.getAttribute('href'))")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 
 import pytest
 from docs_support import DOCS, ROOT, build_site, copy_project
@@ -66,6 +67,38 @@ def test_lab_page_has_every_section_of_a_lab(number):
         assert f"budgetlab {command} {number}" in text, f"lab{number}.md never mentions `budgetlab {command} {number}`"
     tasks = re.search(r"^## Tasks\n(.*?)^## ", text, flags=re.MULTILINE | re.DOTALL)
     assert tasks and re.search(r"^1\. ", tasks.group(1), flags=re.MULTILINE), f"lab{number}.md has no numbered tasks"
+
+
+def load_labs() -> list[dict]:
+    """Return the [[lab]] tables of labs/labs.toml, the one place that defines the labs."""
+    path = ROOT / "labs" / "labs.toml"
+    if not path.exists():
+        pytest.skip("labs/labs.toml does not exist yet")
+    return tomllib.loads(path.read_text(encoding="utf-8"))["lab"]
+
+
+def test_lab_pages_agree_with_labs_toml():
+    """Each lab page shows the title, timebox, directory and files that labs/labs.toml gives its lab."""
+    for lab in load_labs():
+        number, title = lab["number"], lab["title"]
+        text = (DOCS / "labs" / f"lab{number}.md").read_text(encoding="utf-8")
+        assert re.search(rf"^# Lab {number} · {re.escape(title)}$", text, flags=re.MULTILINE), (
+            f"lab{number}.md's title differs from labs.toml: {title!r}"
+        )
+        assert f"{lab['timebox']} min</span>" in text, f"lab{number}.md's timebox differs from labs.toml ({lab['timebox']} min)"
+        assert f"labs/{lab['slug']}/" in text, f"lab{number}.md does not name its directory labs/{lab['slug']}/"
+        missing = [name for name in lab["files"] if name not in text]
+        assert not missing, f"lab{number}.md never mentions the files to edit: {missing}"
+
+
+@pytest.mark.parametrize("page", ["index.md", "labs/index.md"])
+def test_lab_tables_agree_with_labs_toml(page):
+    """The lab tables on the home page and the labs overview show each lab's title and timebox."""
+    rows = [line for line in (DOCS / page).read_text(encoding="utf-8").splitlines() if line.startswith("| [")]
+    for lab in load_labs():
+        row = next((line for line in rows if lab["title"] in line), None)
+        assert row, f"{page}: no table row for lab {lab['number']} ({lab['title']})"
+        assert f"| {lab['timebox']} min |" in row, f"{page}: lab {lab['number']}'s timebox differs from labs.toml"
 
 
 def test_notebooks_are_never_executed_at_build_time():

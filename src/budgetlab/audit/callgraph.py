@@ -6,7 +6,7 @@ import os
 from collections import deque
 from pathlib import Path
 
-from budgetlab.audit.pyfacts import Call, FunctionFacts, ModuleFacts, Target
+from budgetlab.audit.pyrecords import Call, FunctionFacts, ModuleFacts, Target
 
 # How many dotted suffixes of a module's path are indexed: "services",
 # "billing.services", "kontor.billing.services", ... Enough for imports to
@@ -111,7 +111,9 @@ class Project:
         return self.export(target_module, attribute)
 
 
-def closure(project: Project, seeds: dict[FunctionFacts, tuple], stop=lambda facts: False) -> dict[FunctionFacts, tuple]:
+def closure(
+    project: Project, seeds: dict[FunctionFacts, tuple], stop=lambda facts: False
+) -> dict[FunctionFacts, tuple]:
     """Every function reachable from the seeds through calls; each keeps its seed's origin.
 
     Functions for which stop() is true are neither entered nor returned.

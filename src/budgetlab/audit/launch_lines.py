@@ -242,7 +242,7 @@ def yaml_commands(lines: list[str]) -> list[Command]:
     taken: set[int] = set()
     for group in groups:
         text = _Text()
-        for key_column, first, last in group:
+        for _, first, last in group:
             for line_index in range(first, last + 1):
                 taken.add(line_index + 1)
                 line = lines[line_index]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*[,\s]\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+# The word noqa must end at the line's end, a space or a colon: "noqa-free" is prose.
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*[,\s]\s*[A-Za-z]+[0-9]+)*)|(?=$|[\s:]))",
+    re.IGNORECASE,
+)
 
 
 def silenced(line: str, code: str) -> bool:

@@ -11,308 +11,40 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-Target = tuple  # ("n", name) | ("s", method) | ("a", (base, names), attribute)
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LOOPS = (ast.For, ast.AsyncFor)
-_TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-_CONTEXTS = (ast.Load, ast.Store, ast.Del)
-_CATCH_ALL = frozenset({"Exception", "BaseException"})
-_TASK_DECORATORS = frozenset({"shared_task", "periodic_task"})
-_CACHE_DECORATORS = frozenset({"lru_cache", "cache", "cached"})
-_MANAGERS = frozenset({"objects", "_default_manager", "_base_manager"})
-# Attribute names that only a Django queryset (or manager) has in a chain.
-_QUERYSET_STEPS = frozenset(
-    {
-        "objects",
-        "_default_manager",
-        "_base_manager",
-        "iterator",
-        "all",
-        "filter",
-        "exclude",
-        "order_by",
-        "select_related",
-        "prefetch_related",
-        "only",
-        "defer",
-        "distinct",
-        "get_queryset",
-        "values_list",
-        "annotate",
-        "select_for_update",
-    }
+from budgetlab.audit.astshapes import (
+    CACHE_DECORATORS,
+    CATCH_ALL,
+    COMPREHENSIONS,
+    CONTEXTS,
+    FUNCTIONS,
+    LOOPS,
+    MANAGERS,
+    TRIES,
+    call_target,
+    contains_raise,
+    decorator_names,
+    does_work,
+    is_queryset,
+    is_task_decorator,
+    is_transaction,
+    isolated,
+    single_helper,
+    terminal_name,
 )
-# Calls that cannot fail on a row in any way worth isolating: collection
-# plumbing and logging. A loop made only of these does no "work".
-_TRIVIAL_NAMES = frozenset(
-    {
-        "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "min", "max",
-        "sum", "sorted", "isinstance", "getattr", "hasattr", "repr", "print", "abs", "round",
-        "range", "enumerate", "zip", "id", "type",
-    }
+from budgetlab.audit.pyrecords import (
+    Call,
+    FunctionFacts,
+    Handler,
+    ModuleFacts,
+    QuerysetLoop,
+    ReferenceQuery,
 )
-_TRIVIAL_ATTRIBUTES = frozenset(
-    {
-        "append", "add", "extend", "update", "setdefault", "get", "items", "keys", "values",
-        "format", "join", "strip", "lower", "upper", "split", "debug", "info", "warning",
-        "warn", "error", "exception", "critical", "log", "incr",
-    }
-)
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
-_PG_NAME = re.compile(r"pg_stat\w*")
-_PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
-_SEGMENT_LIMIT = 256
 
-
-@dataclass(slots=True)
-class Call:
-    """A call by a name the rules may resolve to a function in the audited tree."""
-
-    target: Target
-    in_loop: bool
-    line: int
-    column: int
-
-
-@dataclass(slots=True)
-class Handler:
-    """A catch-all except clause with nothing before it that lets the soft limit through."""
-
-    label: str
-    line: int
-    column: int
-    in_loop: bool
-
-
-@dataclass(slots=True)
-class QuerysetLoop:
-    """A for loop over a queryset whose body does work without any try/except."""
-
-    line: int
-    column: int
-    loop: ast.AST  # the For node's target and iter, unparsed only when reported
-    helper: Target | None  # call target when the body is a single call
-
-
-@dataclass(slots=True)
-class ReferenceQuery:
-    """A query through a reference model's manager, e.g. Category.objects.all()."""
-
-    model: str
-    line: int
-    column: int
-    in_loop: bool
-
-
-@dataclass(eq=False)
-class FunctionFacts:
-    """What one function (or a module's top level, named "<module>") does, as far as the rules care."""
-
-    name: str
-    qualname: str
-    line: int
-    module: "ModuleFacts"
-    parent: "FunctionFacts | None" = None
-    class_name: str | None = None
-    is_task: bool = False
-    is_cached: bool = False
-    is_atomic: bool = False
-    autocommit: bool = False
-    opens_connection: bool = False
-    has_try_handler: bool = False
-    local_defs: dict[str, "FunctionFacts"] = field(default_factory=dict)
-    calls: list[Call] = field(default_factory=list)
-    handlers: list[Handler] = field(default_factory=list)
-    queryset_loops: list[QuerysetLoop] = field(default_factory=list)
-    reference_queries: list[ReferenceQuery] = field(default_factory=list)
-    events: list[tuple] = field(default_factory=list)  # pg_stat reads ("R"), clears ("C"), calls ("X")
-    scopes: list[tuple[int, list[tuple]]] = field(default_factory=list)  # (line, events) per transaction
-
-
-@dataclass(eq=False)
-class ModuleFacts:
-    """Facts of one module, with what its names import, for resolving calls across modules."""
-
-    path: Path
-    display: str
-    functions: list[FunctionFacts] = field(default_factory=list)
-    top_defs: dict[str, FunctionFacts] = field(default_factory=dict)
-    classes: dict[str, dict[str, FunctionFacts]] = field(default_factory=dict)
-    # local name -> ("module", dotted, level) or ("from", dotted, level, attribute)
-    imports: dict[str, tuple] = field(default_factory=dict)
-    has_tasks: bool = False
-    mentions_pg_stat: bool = False
-
-
-def dotted(node: ast.AST) -> tuple[str, ...] | None:
-    """("app", "task") for app.task, ("shared_task",) for shared_task, None for anything else."""
-    names: list[str] = []
-    while type(node) is ast.Attribute:
-        names.append(node.attr)
-        node = node.value
-    if type(node) is not ast.Name:
-        return None
-    names.append(node.id)
-    names.reverse()
-    return tuple(names)
-
-
-def call_target(func: ast.AST) -> Target | None:
-    """How a call names its callee, in a form the resolver understands."""
-    kind = type(func)
-    if kind is ast.Name:
-        return ("n", func.id)
-    if kind is ast.Attribute:
-        base = dotted(func.value)
-        if base is None:
-            return None
-        if base in (("self",), ("cls",)):
-            return ("s", func.attr)
-        return ("a", base, func.attr)
-    return None
-
-
-def _decorator_names(node) -> list[tuple[str, ...]]:
-    names = []
-    for decorator in node.decorator_list:
-        if type(decorator) is ast.Call:
-            decorator = decorator.func
-        name = dotted(decorator)
-        if name:
-            names.append(name)
-    return names
-
-
-def _is_task_decorator(name: tuple[str, ...]) -> bool:
-    last = name[-1]
-    return last in _TASK_DECORATORS or (last == "task" and (len(name) > 1 or name == ("task",)))
-
-
-def _terminal_name(node: ast.AST) -> str | None:
-    kind = type(node)
-    if kind is ast.Name:
-        return node.id
-    if kind is ast.Attribute:
-        return node.attr
-    return None
-
-
-def _contains_raise(statements: list[ast.stmt]) -> bool:
-    """True when a raise statement appears anywhere in the statements (not in nested defs)."""
-    stack = list(statements)
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is ast.Raise:
-            return True
-        if kind in _FUNCTIONS or kind is ast.ClassDef or kind is ast.Lambda:
-            continue
-        if isinstance(node, ast.stmt):
-            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
-            if kind is ast.Try or kind in _TRIES:
-                for handler in node.handlers:
-                    stack.extend(handler.body)
-            elif kind is ast.Match:
-                for case in node.cases:
-                    stack.extend(case.body)
-    return False
-
-
-def _statements_in(body: list[ast.stmt]):
-    """Every statement in body, nested blocks included, nested defs excluded."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        kind = type(node)
-        if kind in _FUNCTIONS or kind is ast.ClassDef:
-            continue
-        for name in ("body", "orelse", "finalbody"):
-            stack.extend(getattr(node, name, ()))
-        for handler in getattr(node, "handlers", ()):
-            stack.extend(handler.body)
-        for case in getattr(node, "cases", ()):
-            stack.extend(case.body)
-
-
-def _isolated(body: list[ast.stmt]) -> bool:
-    """True when the loop body holds a try with at least one except clause."""
-    return any(type(node) in _TRIES and node.handlers for node in _statements_in(body))
-
-
-def _is_log_call(call: ast.Call) -> bool:
-    func = call.func
-    if type(func) is ast.Attribute and func.attr in _LOG_METHODS:
-        base = _terminal_name(func.value) or ""
-        return "log" in base.lower()
-    return type(func) is ast.Name and func.id == "print"
-
-
-def _does_work(body: list[ast.stmt]) -> bool:
-    """True when the loop body calls anything beyond collection plumbing and logging."""
-    for statement in _statements_in(body):
-        for node in ast.walk(statement) if type(statement) not in _FUNCTIONS else ():
-            if type(node) is not ast.Call:
-                continue
-            func = node.func
-            if type(func) is ast.Name and func.id in _TRIVIAL_NAMES:
-                continue
-            if type(func) is ast.Attribute and func.attr in _TRIVIAL_ATTRIBUTES:
-                continue
-            return True
-    return False
-
-
-def _single_helper(body: list[ast.stmt]) -> Target | None:
-    """The callee when the loop body is one call (logging, pass and continue aside)."""
-    remaining = []
-    for statement in body:
-        kind = type(statement)
-        if kind in (ast.Pass, ast.Continue):
-            continue
-        if kind is ast.Expr and type(statement.value) is ast.Constant:
-            continue
-        if kind is ast.Expr and type(statement.value) is ast.Call and _is_log_call(statement.value):
-            continue
-        remaining.append(statement)
-    if len(remaining) != 1:
-        return None
-    statement = remaining[0]
-    value = getattr(statement, "value", None)
-    if type(statement) in (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign) and type(value) is ast.Call:
-        return call_target(value.func)
-    return None
-
-
-def _is_queryset(node: ast.AST, names: set[str]) -> bool:
-    """True for an expression that reads like a queryset: a chain through objects/filter/iterator."""
-    while True:
-        kind = type(node)
-        if kind is ast.Call:
-            node = node.func
-        elif kind is ast.Attribute:
-            if node.attr in _QUERYSET_STEPS:
-                return True
-            node = node.value
-        elif kind is ast.Subscript:
-            node = node.value
-        elif kind is ast.Name:
-            return node.id in names
-        else:
-            return False
-
-
-def _is_transaction(node: ast.AST) -> bool:
-    """True for transaction.atomic(...), atomic(), or a psycopg conn.transaction()."""
-    if type(node) is ast.Call:
-        node = node.func
-    name = _terminal_name(node)
-    return name == "atomic" or (name == "transaction" and type(node) is ast.Attribute)
+PG_NAME = re.compile(r"pg_stat\w*")
+PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
+SEGMENT_LIMIT = 256
 
 
 class _Collector:
@@ -344,7 +76,7 @@ class _Collector:
 
     def statement(self, node: ast.stmt) -> None:
         kind = type(node)
-        if kind in _FUNCTIONS:
+        if kind in FUNCTIONS:
             self.function_def(node)
             return
         if kind is ast.ClassDef:
@@ -353,18 +85,18 @@ class _Collector:
         in_loop = self.loop_depth > 0
         in_class_body, self.class_methods = self.class_methods, None
         try:
-            if kind in _LOOPS:
+            if kind in LOOPS:
                 self.expr(node.iter, in_loop)
                 self.queryset_loop(node)
-                self.loop_body(node.body)
-                self.body(node.orelse)
-                for name in ast.walk(node.target):
+                for name in ast.walk(node.target):  # the loop rebinds its target names
                     if type(name) is ast.Name:
                         self.queryset_names.discard(name.id)
+                self.loop_body(node.body)
+                self.body(node.orelse)
             elif kind is ast.While:
                 self.loop_body(node.body, node.test)
                 self.body(node.orelse)
-            elif kind in _TRIES:
+            elif kind in TRIES:
                 self.try_statement(node, in_loop)
             elif kind is ast.With or kind is ast.AsyncWith:
                 self.with_statement(node, in_loop)
@@ -406,7 +138,7 @@ class _Collector:
         self.loop_depth -= 1
         for events, start in marks:
             segment = events[start:]
-            if segment and len(segment) <= _SEGMENT_LIMIT:
+            if segment and len(segment) <= SEGMENT_LIMIT:
                 events.extend(segment)
 
     def try_statement(self, node, in_loop: bool) -> None:
@@ -417,8 +149,8 @@ class _Collector:
                 self.expr(handler.type, in_loop)
             names = self.exception_names(handler.type)
             catches_soft_limit = bool(names & self.stle_names)
-            raises = _contains_raise(handler.body)
-            catch_all = handler.type is None or bool(names & _CATCH_ALL)
+            raises = contains_raise(handler.body)
+            catch_all = handler.type is None or bool(names & CATCH_ALL)
             if catch_all and not (
                 time_limit_let_through
                 or (catches_soft_limit and raises)
@@ -440,11 +172,11 @@ class _Collector:
         if node is None:
             return set()
         elements = node.elts if type(node) is ast.Tuple else [node]
-        return {name for name in map(_terminal_name, elements) if name}
+        return {name for name in map(terminal_name, elements) if name}
 
     def handler_label(self, handler: ast.ExceptHandler) -> str:
         if handler.type is None:
-            return "bare except"
+            return "except:"
         return "except " + ast.unparse(handler.type)
 
     def isinstance_guard(self, handler: ast.ExceptHandler) -> bool:
@@ -459,7 +191,7 @@ class _Collector:
             and len(test.args) == 2
         ):
             return False
-        return bool(self.exception_names(test.args[1]) & self.stle_names) and _contains_raise(handler.body[0].body)
+        return bool(self.exception_names(test.args[1]) & self.stle_names) and contains_raise(handler.body[0].body)
 
     def with_statement(self, node, in_loop: bool) -> None:
         scope = False
@@ -467,7 +199,7 @@ class _Collector:
             self.expr(item.context_expr, in_loop)
             if item.optional_vars is not None:
                 self.expr(item.optional_vars, in_loop)
-            if _is_transaction(item.context_expr):
+            if is_transaction(item.context_expr):
                 scope = True
         if not scope:
             self.body(node.body)
@@ -479,17 +211,17 @@ class _Collector:
         self.active.pop()
 
     def queryset_loop(self, node) -> None:
-        if not _is_queryset(node.iter, self.queryset_names) or _isolated(node.body):
+        if not is_queryset(node.iter, self.queryset_names) or isolated(node.body):
             return
-        helper = _single_helper(node.body)
-        if helper is None and not _does_work(node.body):
+        if not does_work(node.body):
             return
+        helper = single_helper(node.body)
         self.function.queryset_loops.append(QuerysetLoop(node.lineno, node.col_offset + 1, node, helper))
 
     def bind(self, target: ast.expr, value: ast.expr | None) -> None:
         if type(target) is ast.Name:
             name = target.id
-            if value is not None and _is_queryset(value, self.queryset_names):
+            if value is not None and is_queryset(value, self.queryset_names):
                 self.queryset_names.add(name)
             else:
                 self.queryset_names.discard(name)
@@ -545,11 +277,11 @@ class _Collector:
             node.name, qualname, node.lineno, self.module, parent,
             class_name=self.class_name if self.class_methods is not None else parent.class_name,
         )
-        for name in _decorator_names(node):
+        for name in decorator_names(node):
             last = name[-1]
-            if _is_task_decorator(name):
+            if is_task_decorator(name):
                 facts.is_task = True
-            elif last in _CACHE_DECORATORS:
+            elif last in CACHE_DECORATORS:
                 facts.is_cached = True
             elif last == "atomic":
                 facts.is_atomic = True
@@ -586,7 +318,7 @@ class _Collector:
             self.module.classes.setdefault(node.name, methods)
         saved = (self.class_methods, self.class_name, self.task_class)
         self.class_name = node.name
-        self.task_class = any(_terminal_name(base) == "Task" for base in node.bases)
+        self.task_class = any(terminal_name(base) == "Task" for base in node.bases)
         for statement in node.body:
             self.class_methods = methods
             self.statement(statement)
@@ -612,19 +344,19 @@ class _Collector:
                 if pg and type(node.value) is str and "pg_stat" in node.value:
                     self.pg_literal(node.value, call)
                 continue
-            if kind in _CONTEXTS:
+            if kind in CONTEXTS:
                 continue
             if kind is ast.Call:
                 self.call(node, loop)
                 call = node
             elif kind is ast.Attribute:
-                if references and node.attr in _MANAGERS:
-                    model = _terminal_name(node.value)
+                if references and node.attr in MANAGERS:
+                    model = terminal_name(node.value)
                     if model in references:
                         self.function.reference_queries.append(
                             ReferenceQuery(model, node.lineno, node.col_offset + 1, loop)
                         )
-            elif kind in _COMPREHENSIONS:
+            elif kind in COMPREHENSIONS:
                 generators = node.generators
                 # Only the first iterable is evaluated once; the rest runs per item.
                 push((generators[0].iter, call, loop))
@@ -676,7 +408,7 @@ class _Collector:
         elif attribute == "set_isolation_level" and "AUTOCOMMIT" in ast.dump(node):
             self.function.autocommit = True
         elif attribute == "connect" and type(func) is ast.Attribute:
-            base = _terminal_name(func.value)
+            base = terminal_name(func.value)
             if base in ("psycopg", "psycopg2") and not any(
                 keyword.arg == "autocommit" and type(keyword.value) is ast.Constant and keyword.value.value is True
                 for keyword in node.keywords
@@ -686,11 +418,11 @@ class _Collector:
     def pg_literal(self, text: str, call: ast.Call | None) -> None:
         if call is None or not self.active:
             return
-        names = set(_PG_NAME.findall(text))
+        names = set(PG_NAME.findall(text))
         position = (call.lineno, call.col_offset)
         if "pg_stat_clear_snapshot" in names:
             self.pending.append((*position, ("C",)))
-        if any(name not in _PG_NOT_READS and not name.endswith("_reset") and "_reset_" not in name for name in names):
+        if any(name not in PG_NOT_READS and not name.endswith("_reset") and "_reset_" not in name for name in names):
             self.pending.append((*position, ("R", call.lineno, call.col_offset + 1)))
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 
 from budgetlab.audit.findings import Finding
-from budgetlab.audit.launch_lines import Command, Word, comment_of, is_comment_line, read_commands
+from budgetlab.audit.launch_lines import (
+    Command,
+    Word,
+    comment_of,
+    is_comment_line,
+    read_commands,
+)
 from budgetlab.audit.noqa import silenced
 
 LIMIT_FLAGS = ("--soft-time-limit", "--time-limit")

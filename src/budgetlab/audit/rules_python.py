@@ -6,7 +6,7 @@ import ast
 
 from budgetlab.audit.callgraph import Project, per_item, task_reach
 from budgetlab.audit.findings import Finding
-from budgetlab.audit.pyfacts import Call, FunctionFacts, ModuleFacts
+from budgetlab.audit.pyrecords import Call, FunctionFacts, ModuleFacts
 
 _MAX_DEPTH = 8
 

@@ -39,7 +39,8 @@ def parse_python(data: bytes, filename: str) -> ast.Module:
     except SyntaxError as exc:
         detail = exc.msg or "invalid syntax"
         if "unicode error" in detail or "codec can't decode" in detail:
-            raise Unreadable(f"cannot parse ({_short(detail)})") from None
+            detail = detail.replace("(unicode error)", "").strip()
+            raise Unreadable(f"cannot parse (not valid in its encoding: {_short(detail)})") from None
         where = f"line {exc.lineno}: " if exc.lineno else ""
         raise Unreadable(f"cannot parse ({where}{_short(detail)})") from None
     except (ValueError, UnicodeDecodeError, LookupError) as exc:

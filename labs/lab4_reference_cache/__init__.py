@@ -1,0 +1,1 @@
+"""Lab 4: the category table that every document and transaction reads again."""

@@ -1,0 +1,47 @@
+"""docs/audit.md keeps up with the rule catalogue: one section per rule, each answering the same four questions."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from budgetlab.audit import RULES
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
+PARTS = ("**What it finds.**", "**Why it matters.**", "**How to fix.**", "**False positives.**")
+
+
+def _slug(heading: str) -> str:
+    """The anchor Python-Markdown's toc extension gives a heading."""
+    text = re.sub(r"[^\w\s-]", "", heading).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def _sections() -> dict[str, str]:
+    text = PAGE.read_text(encoding="utf-8")
+    parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
+    return {heading.strip(): body for heading, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_each_rule_has_a_section_its_help_link_points_at(code):
+    """The heading of a rule's section gives exactly the anchor that SARIF's helpUri uses."""
+    rule = RULES[code]
+    headings = [heading for heading in _sections() if heading.startswith(code + ":")]
+    assert len(headings) == 1, f"docs/audit.md needs exactly one '## {code}: ...' section, found {headings}"
+    assert _slug(headings[0]) == rule.anchor, (
+        f"the heading '{headings[0]}' makes the anchor #{_slug(headings[0])}, "
+        f"but {code}'s helpUri ends in #{rule.anchor}"
+    )
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_each_rule_section_answers_the_four_questions(code):
+    """Each rule's section says what it finds, why it matters, how to fix and how to silence it, and links its lab."""
+    body = next(body for heading, body in _sections().items() if heading.startswith(code + ":"))
+    missing = [part for part in PARTS if part not in body]
+    assert not missing, f"the {code} section lacks {missing}"
+    assert f"labs/lab{RULES[code].lab}.md" in body, f"the {code} section does not link its lab page"
+    assert f"# noqa: {code}" in body, f"the {code} section does not show how to silence it"

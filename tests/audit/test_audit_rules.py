@@ -1,0 +1,318 @@
+"""The five rules on the fixture files: each bad file gives exactly its findings, good ones none."""
+
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+from budgetlab.audit import RULES, audit
+
+# Every finding the bad fixtures must give: file -> (line, code), with repeats
+# where one line has two findings (a soft and a hard limit).
+EXPECTED = {
+    "bad/lab1/entrypoint.sh": [(5, "BL001"), (6, "BL001"), (6, "BL001"), (8, "BL001"), (9, "BL001"),
+                               (9, "BL001"), (10, "BL001")],
+    "bad/lab1/Dockerfile": [(4, "BL001")],
+    "bad/lab1/docker-compose.yml": [(4, "BL001"), (14, "BL001")],
+    "bad/lab1/k8s-worker.yaml": [(12, "BL001")],
+    "bad/lab1/Procfile": [(2, "BL001")],
+    "bad/lab1/kontor-worker.service": [(6, "BL001")],
+    "bad/lab2/tasks.py": [(20, "BL002"), (31, "BL002"), (51, "BL002")],
+    "bad/lab2/services.py": [(13, "BL002")],
+    "bad/lab3/sweeps.py": [(12, "BL003"), (19, "BL003"), (25, "BL003")],
+    "bad/lab4/prompts.py": [(7, "BL004"), (13, "BL004")],
+    "bad/lab4/tasks.py": [(23, "BL004")],
+    "bad/lab5/stats.py": [(22, "BL005"), (31, "BL005"), (40, "BL005")],
+}
+
+# What the column of each rule's finding points at, in the source line.
+POINTS_AT = {
+    "BL001": ("--soft-time-limit", "--time-limit"),
+    "BL002": ("except",),
+    "BL003": ("for ",),
+    "BL004": ("Category", "models.Category"),
+    "BL005": ("cursor.execute", "read_scans"),
+}
+
+# A task whose loop swallows the soft limit: one BL002 wherever it is audited.
+TASK_LOOP = """\
+from celery import shared_task
+
+@shared_task
+def run(items):
+    for item in items:
+        try:
+            item.process()
+        except Exception:
+            pass
+"""
+
+
+def _found(root: Path, *parts: str) -> dict[str, list[tuple[int, str]]]:
+    result = audit([str(root.joinpath(*parts))])
+    found: dict[str, list[tuple[int, str]]] = {}
+    for finding in result.findings:
+        relative = Path(finding.path).resolve().relative_to(root.resolve()).as_posix()
+        found.setdefault(relative, []).append((finding.line, finding.code))
+    return found
+
+
+def test_every_rule_has_a_bad_fixture():
+    """Each rule code appears in the expected findings of the bad fixtures."""
+    covered = {code for findings in EXPECTED.values() for _, code in findings}
+    assert covered == set(RULES), f"rules without a bad fixture: {sorted(set(RULES) - covered)}"
+
+
+def test_bad_fixtures_give_exactly_the_expected_findings(fixtures):
+    """Every bad fixture gives its findings on the expected lines, and nothing else."""
+    found = _found(fixtures, "bad")
+    for name, expected in EXPECTED.items():
+        assert Counter(found.get(name, [])) == Counter(expected), (
+            f"{name}: expected (line, code) {sorted(expected)}, got {sorted(found.get(name, []))}"
+        )
+    unexpected = sorted(set(found) - set(EXPECTED))
+    assert not unexpected, f"findings in files that should have none: {unexpected}"
+
+
+def test_good_fixtures_give_no_findings(fixtures):
+    """Look-alike correct code (re-raised limit, per-row helper, cache, autocommit, explained budgets) passes."""
+    result = audit([str(fixtures / "good")])
+    described = [f"{f.path}:{f.line} {f.code} {f.message}" for f in result.findings]
+    assert not described, "correct code was reported:\n" + "\n".join(described)
+    on_disk = [path for path in (fixtures / "good").rglob("*") if path.is_file()]
+    assert result.files == len(on_disk), f"read {result.files} of the {len(on_disk)} good fixtures"
+
+
+def test_columns_point_at_the_construct(fixtures):
+    """A finding's column is where the flag, handler, loop, query or read starts."""
+    for finding in audit([str(fixtures / "bad")]).findings:
+        line = Path(finding.path).read_text(encoding="utf-8").splitlines()[finding.line - 1]
+        rest = line[finding.column - 1 :]
+        assert rest.startswith(POINTS_AT[finding.code]), (
+            f"{finding.path}:{finding.line}:{finding.column} {finding.code} points at {rest[:30]!r}"
+        )
+
+
+def test_bl001_names_the_queues_and_the_fallback(fixtures):
+    """A worker line with two queues names both and quotes the shell fallback it found."""
+    result = audit([str(fixtures / "bad" / "lab1" / "entrypoint.sh")])
+    line_6 = [finding.message for finding in result.findings if finding.line == 6]
+    assert any("payments, matching" in message for message in line_6), f"queues not named: {line_6}"
+    assert any("${SOFT_TIME_LIMIT:-120}" in message for message in line_6), f"fallback not quoted: {line_6}"
+
+
+def test_bl002_names_the_loop_of_a_per_item_helper(fixtures):
+    """A helper's catch-all finding says which loop runs it once per item."""
+    result = audit([str(fixtures / "bad" / "lab2")])
+    helper = [finding for finding in result.findings if finding.path.endswith("services.py")]
+    assert helper and "tasks.py:68" in helper[0].message, f"loop not named: {helper}"
+
+
+def test_bl004_says_it_is_a_heuristic(fixtures):
+    """Reference-data findings admit they are a heuristic."""
+    result = audit([str(fixtures / "bad" / "lab4")])
+    assert result.findings and all("heuristic" in finding.message for finding in result.findings)
+
+
+def _audit_sources(tmp_path: Path, sources: dict[str, str]) -> list[tuple[str, int, str]]:
+    for name, text in sources.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    result = audit([str(tmp_path)])
+    return sorted(
+        (Path(finding.path).resolve().relative_to(tmp_path.resolve()).as_posix(), finding.line, finding.code)
+        for finding in result.findings
+    )
+
+
+def test_calls_resolve_across_packages_by_import(tmp_path):
+    """A task in one package reaches a helper in another through `import pkg.module`."""
+    found = _audit_sources(
+        tmp_path,
+        {
+            "kontor/__init__.py": "",
+            "kontor/ocr/__init__.py": "",
+            "kontor/ocr/extract.py": """
+                def read_receipt(receipt):
+                    try:
+                        return receipt.ocr()
+                    except Exception:
+                        return None
+            """,
+            "kontor/tasks.py": """
+                import kontor.ocr.extract
+                from celery import shared_task
+
+                @shared_task
+                def read_receipts(receipts):
+                    for receipt in receipts:
+                        kontor.ocr.extract.read_receipt(receipt)
+            """,
+        },
+    )
+    assert found == [("kontor/ocr/extract.py", 5, "BL002")], found
+
+
+def test_class_based_task_and_aliased_soft_limit(tmp_path):
+    """A Task subclass's run() is a task; an aliased SoftTimeLimitExceeded handler still counts."""
+    found = _audit_sources(
+        tmp_path,
+        {
+            "jobs.py": """
+                from celery import Task
+                from celery.exceptions import SoftTimeLimitExceeded as OutOfTime
+
+                class ImportTask(Task):
+                    def run(self, rows):
+                        for row in rows:
+                            try:
+                                row.save()
+                            except Exception:
+                                pass
+
+                class SafeImportTask(Task):
+                    def run(self, rows):
+                        for row in rows:
+                            try:
+                                row.save()
+                            except OutOfTime:
+                                raise
+                            except Exception:
+                                pass
+            """,
+        },
+    )
+    assert found == [("jobs.py", 10, "BL002")], found
+
+
+def test_soft_limit_handler_that_does_not_raise_does_not_protect(tmp_path):
+    """An earlier `except SoftTimeLimitExceeded: pass` still leaves the loop running: reported."""
+    found = _audit_sources(
+        tmp_path,
+        {
+            "tasks.py": """
+                from celery import shared_task
+                from celery.exceptions import SoftTimeLimitExceeded
+
+                @shared_task
+                def run(items):
+                    for item in items:
+                        try:
+                            item.process()
+                        except SoftTimeLimitExceeded:
+                            pass
+                        except Exception:
+                            item.fail()
+            """,
+        },
+    )
+    assert found == [("tasks.py", 12, "BL002")], found
+
+
+def test_reference_query_in_a_cached_function_called_per_item_is_fine(tmp_path):
+    """A loop that calls an lru_cache function reading Category gives nothing; an uncached one does."""
+    found = _audit_sources(
+        tmp_path,
+        {
+            "lookups.py": """
+                import functools
+                from kontor.models import Category
+
+                @functools.cache
+                def category_named(name):
+                    return Category.objects.get(name=name)
+
+                def category_named_uncached(name):
+                    return Category.objects.get(name=name)
+
+                def label_all(rows):
+                    for row in rows:
+                        row.category = category_named(row.hint)
+                        row.backup = category_named_uncached(row.hint)
+            """,
+        },
+    )
+    assert found == [("lookups.py", 10, "BL004")], found
+
+
+def test_pg_stat_read_twice_in_an_atomic_function(tmp_path):
+    """A @transaction.atomic function calling a pg_stat reader twice is one transaction: reported."""
+    found = _audit_sources(
+        tmp_path,
+        {
+            "probe.py": """
+                from django.db import connection, transaction
+
+                def scans():
+                    with connection.cursor() as cursor:
+                        cursor.execute("SELECT sum(seq_scan) FROM pg_stat_user_tables")
+                        return cursor.fetchone()[0]
+
+                @transaction.atomic
+                def measure(work):
+                    before = scans()
+                    work()
+                    return scans() - before
+
+                def measure_outside(work):
+                    before = scans()
+                    work()
+                    return scans() - before
+            """,
+        },
+    )
+    assert found == [("probe.py", 13, "BL005")], found
+
+
+def test_nothing_is_imported_or_run(tmp_path):
+    """Auditing a module that would fail on import only reads it."""
+    marker = tmp_path / "ran"
+    found = _audit_sources(
+        tmp_path,
+        {
+            "explode.py": f"""
+                import pathlib
+                pathlib.Path({str(marker)!r}).write_text("ran")
+                raise SystemExit("imported")
+            """,
+        },
+    )
+    assert found == [] and not marker.exists(), "the audited module was executed"
+
+
+def test_columns_count_characters_not_bytes(tmp_path):
+    """On a line with umlauts before the query, the column still points at the model name."""
+    source = (
+        "def label(rows):\n"
+        "    for row in rows:\n"
+        '        row.hint = "Bürobedarf"; row.category = Category.objects.get(name=row.hint)\n'
+    )
+    (tmp_path / "labels.py").write_text(source, encoding="utf-8")
+    [finding] = audit([str(tmp_path)]).findings
+    line = source.splitlines()[2]
+    rest = line[finding.column - 1 :]
+    assert rest.startswith("Category"), f"column {finding.column} points at {rest!r}"
+
+
+def test_walking_skips_virtualenvs_and_vendored_trees_but_not_a_named_one(tmp_path):
+    """.venv, node_modules, site-packages and folders with a pyvenv.cfg are skipped below a path, not when named."""
+    for folder in (".venv/lib", "node_modules/pkg", "lib/site-packages/pkg", "env"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "tasks.py").write_text(TASK_LOOP, encoding="utf-8")
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    assert audit([str(tmp_path)]).findings == [], "files under skipped folders were audited"
+    named = audit([str(tmp_path / "lib" / "site-packages")])
+    assert [finding.code for finding in named.findings] == ["BL002"], "a site-packages path given by name was skipped"
+
+
+def test_extensionless_shell_scripts_are_read(tmp_path):
+    """A script without extension but with a shell #! line is a launch file."""
+    (tmp_path / "start-worker").write_text(
+        "#!/usr/bin/env bash\ncelery -A kontor worker --soft-time-limit ${SOFT_TIME_LIMIT:-120}\n", encoding="utf-8"
+    )
+    (tmp_path / "NOTES").write_text("celery -A k worker --soft-time-limit ${SOFT_TIME_LIMIT:-120}\n", encoding="utf-8")
+    found = [(Path(finding.path).name, finding.code) for finding in audit([str(tmp_path)]).findings]
+    assert found == [("start-worker", "BL001")], found
+

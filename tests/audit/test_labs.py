@@ -1,0 +1,81 @@
+"""The audit against the workshop itself: each pristine lab shows its lab's rule, each solution is clean."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from budgetlab.audit import audit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _declared_files(slug: str) -> list[str]:
+    """The files labs/labs.toml lists for a lab, or none when it does not list the lab."""
+    try:
+        data = tomllib.loads((ROOT / "labs" / "labs.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    for entry in data.get("lab", []):
+        if entry.get("slug") == slug:
+            return list(entry.get("files", []))
+    return []
+
+
+def _lab_pair(number: int) -> tuple[Path, Path] | None:
+    """labs/labN_* and solutions/labN_* when both exist with every file labs.toml lists, else None.
+
+    The labs are written in parallel with the audit: a lab whose files are not
+    all in place yet is skipped, not failed.
+    """
+    for lab in sorted((ROOT / "labs").glob(f"lab{number}_*")):
+        solution = ROOT / "solutions" / lab.name
+        if not (lab.is_dir() and solution.is_dir()):
+            continue
+        files = _declared_files(lab.name)
+        if all((lab / name).is_file() and (solution / name).is_file() for name in files):
+            return lab, solution
+    return None
+
+
+def _describe(findings) -> str:
+    return "\n".join(f"{f.path}:{f.line}:{f.column} {f.code} {f.message}" for f in findings) or "(none)"
+
+
+@pytest.mark.parametrize("number", range(1, 6), ids=lambda number: f"lab{number}")
+def test_pristine_lab_shows_its_rule(number):
+    """Auditing labs/labN_* finds at least one BL00N: the planted bug is one the audit can see."""
+    pair = _lab_pair(number)
+    if pair is None:
+        pytest.skip(f"labs/lab{number}_* and solutions/lab{number}_* are not both complete yet")
+    lab, _ = pair
+    code = f"BL00{number}"
+    result = audit([str(lab)])
+    assert any(finding.code == code for finding in result.findings), (
+        f"the audit of {lab.relative_to(ROOT)} does not find {code}; it found:\n{_describe(result.findings)}"
+    )
+    assert not result.skipped, f"lab files the audit could not read: {result.skipped}"
+
+
+@pytest.mark.parametrize("number", range(1, 6), ids=lambda number: f"lab{number}")
+def test_solution_is_clean(number):
+    """The solution has no BL00N anywhere, and the files the learner edits have no finding at all.
+
+    Context files a lab only asks you to read (lab 1's tasks.py) may show
+    another lab's shape on purpose: Kontor's code has all five failures.
+    """
+    pair = _lab_pair(number)
+    if pair is None:
+        pytest.skip(f"labs/lab{number}_* and solutions/lab{number}_* are not both complete yet")
+    _, solution = pair
+    edited = {(solution / name).resolve() for name in _declared_files(solution.name)}
+    result = audit([str(solution)])
+    wrong = [
+        finding
+        for finding in result.findings
+        if finding.code == f"BL00{number}" or Path(finding.path).resolve() in edited
+    ]
+    assert not wrong, f"the audit reports the solution {solution.relative_to(ROOT)}:\n{_describe(wrong)}"
+    assert not result.skipped, f"solution files the audit could not read: {result.skipped}"

@@ -1,0 +1,131 @@
+"""The embedded stack: real servers up and down by PID, stale state recovered, clear errors."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from budgetlab.stack.process import pid_alive
+
+
+def budgetlab(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    variables = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    variables.update(BUDGETLAB_ROOT=str(root), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", *args], env=variables,
+                          capture_output=True, text=True, timeout=120)
+
+
+def processes_under(root: Path) -> list[str]:
+    """Return the command lines of live processes that mention this stack's folders."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and pid_alive(int(entry.name)):
+            try:
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(root) in line or (root.name in line and "budgetlab-pgdata" in line):
+                found.append(line)
+    return found
+
+
+@pytest.fixture
+def private_stack(tmp_path):
+    """A stack of its own under a temporary root, always taken down again."""
+    yield tmp_path
+    budgetlab(tmp_path, "stack", "down")
+
+
+def state(root: Path) -> dict:
+    return json.loads((root / ".budgetlab" / "stack.json").read_text())
+
+
+def test_up_then_down_leaves_no_process(private_stack):
+    """After stack down, neither postgres nor redis of that stack is left running."""
+    up = budgetlab(private_stack, "stack", "up")
+    assert up.returncode == 0, up.stderr
+    pids = [state(private_stack)[kind]["pid"] for kind in ("postgres", "redis")]
+    assert all(pid_alive(pid) for pid in pids)
+    status = budgetlab(private_stack, "stack", "status")
+    assert status.returncode == 0 and "PostgreSQL" in status.stdout and "16." in status.stdout
+    down = budgetlab(private_stack, "stack", "down")
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert not any(pid_alive(pid) for pid in pids)
+    assert budgetlab(private_stack, "stack", "status").returncode == 1
+
+
+def test_postgres_runs_unprivileged_and_never_as_root(private_stack):
+    """The postmaster does not run as root, and the stack created no system user."""
+    assert budgetlab(private_stack, "stack", "up").returncode == 0
+    pid = state(private_stack)["postgres"]["pid"]
+    uid = int(next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                   if line.startswith("Uid:")).split()[1])
+    assert uid != 0 or os.geteuid() != 0
+    assert "pgserver" not in Path("/etc/passwd").read_text()
+
+
+def test_killed_run_is_recovered(private_stack):
+    """A SIGKILLed postgres (stale postmaster.pid) and redis are started again by stack up."""
+    assert budgetlab(private_stack, "stack", "up").returncode == 0
+    recorded = state(private_stack)
+    for kind in ("postgres", "redis"):
+        os.kill(recorded[kind]["pid"], signal.SIGKILL)
+    for kind in ("postgres", "redis"):
+        deadline = time.monotonic() + 10
+        while pid_alive(recorded[kind]["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    # postgres's children exit once the postmaster is gone; wait for the port to be free again.
+    up = budgetlab(private_stack, "stack", "up")
+    assert up.returncode == 0, up.stderr
+    assert budgetlab(private_stack, "stack", "status").returncode == 0
+
+
+def test_taken_port_moves_to_a_free_one(private_stack):
+    """When the recorded port is taken by someone else, the stack picks another."""
+    assert budgetlab(private_stack, "stack", "up").returncode == 0
+    port = state(private_stack)["redis"]["port"]
+    assert budgetlab(private_stack, "stack", "down").returncode == 0
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        up = budgetlab(private_stack, "stack", "up")
+        assert up.returncode == 0, up.stderr
+        assert state(private_stack)["redis"]["port"] != port
+
+
+def test_half_initialised_data_folder_is_rebuilt(private_stack):
+    """A data folder that initdb never finished is replaced, not trusted."""
+    assert budgetlab(private_stack, "stack", "up").returncode == 0
+    data = Path(state(private_stack)["postgres"]["data"])
+    assert budgetlab(private_stack, "stack", "down").returncode == 0
+    (data / "budgetlab-initdb-complete").unlink()
+    (data / "PG_VERSION").unlink()
+    up = budgetlab(private_stack, "stack", "up")
+    assert up.returncode == 0, up.stderr
+
+
+def test_unreachable_database_url_is_one_clear_line(tmp_path):
+    """DATABASE_URL pointing at no server: exit 2 and one line naming it, no traceback."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = budgetlab(tmp_path, "stack", "up", env={"DATABASE_URL": f"postgresql://x@127.0.0.1:{port}/kontor",
+                                                      "REDIS_URL": f"redis://127.0.0.1:{port}/0"})
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "DATABASE_URL" in lines[0] and f"127.0.0.1:{port}" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_bad_clock_factor_is_one_clear_line():
+    """A BUDGETLAB_CLOCK that is not a number gives one line and exit 2."""
+    result = subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", "doctor"],
+                            env=dict(os.environ, BUDGETLAB_CLOCK="fast"), capture_output=True, text=True)
+    assert "BUDGETLAB_CLOCK='fast' is not a number" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr

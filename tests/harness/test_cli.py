@@ -1,0 +1,201 @@
+"""The learner's loop through the real CLI, on a one-lab sample workshop and the real stack."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from budgetlab.stack.process import pid_alive
+
+TALLY = "labs/lab1_sample/tally.py"
+
+
+def worker_pids_for(root: Path) -> list[int]:
+    """Return live celery workers whose code comes from this sample tree."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"celery" in cmdline and str(root).encode() in environ and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_list_shows_labs_with_status_and_timebox(cli):
+    """list names each lab with its status and timebox."""
+    result = cli("list")
+    assert result.returncode == 0
+    assert "Count every number" in result.stdout and "not started" in result.stdout and "5 min" in result.stdout
+
+
+def test_check_fails_on_the_starter_and_passes_on_the_solution(cli):
+    """check exits 1 with the symptom on the starter, 0 on the solution, and records progress."""
+    failing = cli("check", "1")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert failing.stdout.startswith("checking lab 1")
+    assert "came back 8" in failing.stdout and "1 of 2 hidden checks passed" in failing.stdout
+    assert "def test_" not in failing.stdout and "assert " not in failing.stdout
+    passing = cli("check", "1", "--target", "solutions")
+    assert passing.returncode == 0 and "2 of 2 hidden checks passed" in passing.stdout
+    progress = json.loads((cli.state / "progress.json").read_text())
+    assert progress["labs"]["1"]["attempts"] == 1 and progress["labs"]["1"]["status"] == "failing"
+    assert not worker_pids_for(cli.root)
+
+
+def test_fixing_the_file_makes_check_pass_and_unlocks_the_solution(cli):
+    """After the learner's fix, check passes, list says passed, and solution shows the diff."""
+    refused = cli("solution", "1")
+    assert refused.returncode == 2 and "has not passed yet" in refused.stderr
+    path = cli.root / TALLY
+    path.write_text(path.read_text().replace("sum(n for n in numbers if n > 0)", "sum(numbers)"))
+    assert cli("check", "1").returncode == 0
+    assert "passed" in cli("list").stdout
+    diff = cli("solution", "1")
+    assert diff.returncode == 0 and "--- labs/lab1_sample/tally.py" in diff.stdout
+    assert path.read_text().count("sum(numbers)") == 1, "solution must never write into labs/"
+
+
+def test_hints_come_one_at_a_time_and_are_remembered(cli):
+    """hint shows hint 1, then 2, then 3, and stays on the last."""
+    shown = [cli("hint", "1").stdout for _ in range(4)]
+    assert "hint 1 of 3" in shown[0] and "hint 2 of 3" in shown[1] and "hint 3 of 3" in shown[2]
+    assert "hint 3 of 3" in shown[3] and "last hint" in shown[3]
+
+
+def test_reset_backs_up_then_restores(cli):
+    """reset --yes keeps the learner's file in a backup and restores the starter."""
+    path = cli.root / TALLY
+    path.write_text("# my attempt\n")
+    result = cli("reset", "1", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert "sum(n for n in numbers if n > 0)" in path.read_text()
+    backups = list((cli.state / "backups").rglob("tally.py"))
+    assert len(backups) == 1 and backups[0].read_text() == "# my attempt\n"
+
+
+def test_reset_asks_first(cli):
+    """Without --yes, reset asks, and 'n' changes nothing."""
+    path = cli.root / TALLY
+    path.write_text("# keep me\n")
+    result = cli("reset", "1", input="n\n")
+    assert result.returncode == 1 and path.read_text() == "# keep me\n"
+
+
+def test_report_formats_and_cohort_merge(cli, tmp_path):
+    """report prints md, json and csv; --merge builds one table from several learners' files."""
+    cli("hint", "1")
+    assert "| learner | lab |" in cli("report").stdout
+    assert cli("report", "--format", "csv").stdout.startswith("learner,lab,title")
+    mine = json.loads(cli("report", "--format", "json").stdout)
+    other = {**mine, "rows": [{**row, "learner": "ada"} for row in mine["rows"]]}
+    (tmp_path / "a.json").write_text(json.dumps(mine))
+    (tmp_path / "b.json").write_text(json.dumps(other))
+    merged = cli("report", "--merge", str(tmp_path / "a.json"), "--merge", str(tmp_path / "b.json"))
+    assert merged.returncode == 0 and "| ada |" in merged.stdout
+    (tmp_path / "bad.json").write_text("{")
+    bad = cli("report", "--merge", str(tmp_path / "bad.json"))
+    assert bad.returncode == 2 and "is not a 'budgetlab report --format json' file" in bad.stderr
+
+
+def test_corrupt_progress_file_is_backed_up_with_a_warning(cli):
+    """A corrupt progress.json never crashes the CLI."""
+    cli.state.mkdir(parents=True, exist_ok=True)
+    (cli.state / "progress.json").write_text("{not json")
+    result = cli("list")
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "progress file was unreadable" in result.stderr
+    assert list(cli.state.glob("progress.corrupt-*.json"))
+
+
+def test_unknown_lab_is_one_line_and_exit_2(cli):
+    """check 9 says which labs exist."""
+    result = cli("check", "9")
+    assert result.returncode == 2 and result.stderr.strip() == "error: there is no lab 9; the labs are 1"
+
+
+def test_syntax_error_in_learner_file_cannot_be_graded(cli):
+    """A learner file that does not parse: exit 2, file and line named, no worker started."""
+    path = cli.root / TALLY
+    path.write_text(path.read_text() + "\ndef broken(:\n")
+    result = cli("check", "1")
+    assert result.returncode == 2
+    assert "tally.py:" in result.stderr and "syntax error" in result.stderr and "Traceback" not in result.stderr
+    assert not worker_pids_for(cli.root)
+
+
+def test_modified_grader_files_refuse_to_grade(cli):
+    """Editing a hidden check makes check exit 2 with 'grader files modified'."""
+    grader = cli.root / "tests" / "lab1_sample" / "test_tally.py"
+    grader.write_text(grader.read_text().replace("== 6", "!= 6"))
+    result = cli("check", "1")
+    assert result.returncode == 2 and "grader files modified" in result.stderr
+
+
+def test_stack_down_cannot_grade(cli, tmp_path):
+    """With no stack running, check exits 2 and says how to start it."""
+    result = cli("check", "1", env={"BUDGETLAB_ROOT": str(tmp_path / "nowhere")})
+    assert result.returncode == 2 and "budgetlab stack up" in result.stderr
+
+
+def test_a_task_that_kills_its_worker_leaves_nothing_behind(cli):
+    """A learner task that SIGKILLs its own worker child is a failed check with a symptom, and no orphans."""
+    path = cli.root / TALLY
+    path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
+                                             "    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n"))
+    result = cli("check", "1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout
+    assert not worker_pids_for(cli.root)
+
+
+def test_ctrl_c_during_check_stops_every_worker(cli):
+    """Ctrl-C while a check runs: exit 130 and no worker process left."""
+    path = cli.root / TALLY
+    path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
+                                             "    import time\n    time.sleep(60)\n"))
+    env = dict(os.environ, BUDGETLAB_LABS_ROOT=str(cli.root), BUDGETLAB_STATE_DIR=str(cli.state))
+    proc = subprocess.Popen([sys.executable, "-m", "budgetlab.cli_entry", "check", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not worker_pids_for(cli.root) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert worker_pids_for(cli.root), "no worker started"
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends to the foreground group
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert not worker_pids_for(cli.root)
+
+
+def test_every_command_has_one_line_help(cli):
+    """Each command and option of the CLI carries a help text."""
+    import typer.main
+
+    from budgetlab.cli import app
+
+    group = typer.main.get_command(app)
+    missing = []
+
+    def walk(command, path):
+        if not (command.help or "").strip() and path:
+            missing.append(" ".join(path))
+        for param in getattr(command, "params", []):
+            if getattr(param, "help", None) is not None and not param.help.strip():
+                missing.append(f"{' '.join(path)} {param.name}")
+            if param.param_type_name == "option" and not getattr(param, "help", None) and param.name != "help":
+                missing.append(f"{' '.join(path)} --{param.name}")
+            if param.param_type_name == "argument" and not getattr(param, "help", None):
+                missing.append(f"{' '.join(path)} {param.name}")
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(group, [])
+    assert not missing, f"commands or options without help: {missing}"

@@ -1,0 +1,71 @@
+"""Category lookups for the OCR extractor and the prompt builders.
+
+Kontor's category table is reference data: a few dozen leaves of the chart
+of accounts, the same for every company, changed only by migrations.
+extractor.py and prompts.py call the three functions below for every
+document and every transaction in a batch, and every call reads the table
+again. A batch of 2,500 items scans this small table thousands of times.
+
+Goal: a worker process reads the table once and answers every later
+lookup from what it read, and a category saved or deleted through the ORM
+shows up in that process's next lookup. The callers stay as they are: keep
+the three names, and keep returning rows with code, name, group, vat_rate
+and keywords attributes.
+"""
+
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from kontor.books.models import Category
+
+# This process's copy: {code: (code, name, group, vat_rate, keywords)}, filled on first use.
+_cache = {}
+
+
+def _rows():
+    if not _cache:
+        for c in Category.objects.order_by("code"):
+            _cache[c.code] = _Row(c.code, c.name, c.group, c.vat_rate, c.keywords)
+    return _cache
+
+
+class _Row(tuple):
+    """A read-only row with named fields."""
+
+    __slots__ = ()
+
+    def __new__(cls, *values):
+        return super().__new__(cls, values)
+
+    code = property(lambda self: self[0])
+    name = property(lambda self: self[1])
+    group = property(lambda self: self[2])
+    vat_rate = property(lambda self: self[3])
+    keywords = property(lambda self: self[4])
+
+
+def category_table():
+    """Return every category, in code order."""
+    return tuple(_rows().values())
+
+
+def category(code):
+    """Return the category with this code."""
+    return _rows()[code]
+
+
+def category_for(text):
+    """Return the code of the category whose keywords share the most words with text, or None."""
+    words = set(text.lower().split())
+    best_code, best_score = None, 0
+    for row in category_table():
+        score = len(words & set(row.keywords.split()))
+        if score > best_score:
+            best_code, best_score = row.code, score
+    return best_code
+
+
+@receiver(post_save, sender=Category, dispatch_uid="lab4-dict-save")
+@receiver(post_delete, sender=Category, dispatch_uid="lab4-dict-delete")
+def _forget(**_kwargs):
+    _cache.clear()

@@ -1,0 +1,165 @@
+"""Hidden checks of lab 4: the category table is read once per process, and stays correct."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from budgetlab import database, stack
+from budgetlab.grading import CouldNotGrade
+
+PROBE = Path(__file__).with_name("lab4_probe.py")
+DOCUMENTS, TRANSACTIONS = 60, 120
+BATCH = f"a batch of {DOCUMENTS} documents and {TRANSACTIONS} transactions"
+CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4\.\w+\[[^\]]+\] succeeded")
+
+
+@pytest.fixture(scope="module")
+def probe(target_dir) -> dict:
+    """What one fresh process saw running the target's lookups (see lab4_probe.py); its database is its own."""
+    stack.require()
+    url = database.scratch_database("lab4")
+    env = {name: value for name, value in os.environ.items() if name != "BUDGETLAB_LATENCY_PLAN"}
+    env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
+               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe")
+    try:
+        result = subprocess.run([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
+                                capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        raise CouldNotGrade(f"{BATCH} did not finish within 90 s in one process") from None
+    finally:
+        database.drop(url.rsplit("/", 1)[1])
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CouldNotGrade(f"the lab's code did not run: {last}")
+    report = json.loads(lines[-1])
+    if "import_error" in report:
+        raise CouldNotGrade(f"importing lab4_reference_cache.tasks failed: {report['import_error']}")
+    return report
+
+
+def phase(report: dict, name: str) -> dict:
+    """Return one phase of the probe's report; a phase that raised fails the check with the learner's error."""
+    if "batch_error" in report:
+        raise AssertionError(f"{BATCH} failed in the lookups: {report['batch_error']}")
+    assert f"{name}_error" not in report, f"the lookups raised {report.get(f'{name}_error')}"
+    return report[name]
+
+
+def test_importing_reads_no_categories(probe):
+    """Importing the task module, as a worker does at start-up, reads nothing from the category table."""
+    queries = probe["import_queries"]
+    assert queries == 0, (f"importing lab4_reference_cache.tasks, as every worker, shell and migration does, "
+                          f"queried the category table {queries} time(s) before any document arrived")
+
+
+def test_batch_reads_category_table_once_per_process(probe):
+    """A batch of documents and transactions in one process reads the category table at most once."""
+    if "batch_error" in probe:
+        raise AssertionError(f"{BATCH} failed in the lookups: {probe['batch_error']}")
+    queries, scans = probe["batch_queries"], probe["scans"]
+    assert queries <= 1 and scans <= 1, (
+        f"{BATCH} in one process queried the category table {queries} times (Django's query log), "
+        f"and PostgreSQL counted {scans} scans of it")
+
+
+def test_saved_category_shows_in_next_lookup(probe):
+    """A category saved through the ORM shows up in the next lookup of the same process."""
+    saved = phase(probe, "invalidate")["saved"]
+    created = probe["invalidate"]["created"]
+    assert saved["category"] == "Miete und Pacht", (
+        f"after category 4210 was renamed 'Miete und Pacht' through the ORM, category('4210') in the same "
+        f"process still said {saved['category']!r}")
+    assert saved["table"] == "Miete und Pacht", (
+        f"after category 4210 was renamed through the ORM, category_table() in the same process still "
+        f"listed it as {saved['table']!r}")
+    assert saved["match"] == "4210", (
+        f"after category 4210 got the keyword 'pacht' through the ORM, category_for('pacht') answered "
+        f"{saved['match']!r}")
+    assert created["listed"] and created["match"] == "4215", (
+        f"after category 4215 was created through the ORM, the same process "
+        f"{'did not list it' if not created['listed'] else 'matched farmland to ' + repr(created['match'])}")
+
+
+def test_deleted_category_disappears_from_next_lookup(probe):
+    """A category deleted through the ORM is gone from the next lookup of the same process."""
+    deleted = phase(probe, "invalidate")["deleted"]
+    assert not deleted["listed"], ("after category 4250 was deleted through the ORM, category_table() in the "
+                                   "same process still listed it")
+    assert deleted["match"] != "4250", ("after category 4250 was deleted through the ORM, the same process "
+                                        "still matched 'cleaning janitor' to it")
+
+
+def test_callers_cannot_change_what_the_next_caller_gets(probe):
+    """A caller that changes the rows a lookup returned does not change what the next caller gets."""
+    mutated = phase(probe, "mutate")
+    assert not mutated["changed"], (
+        f"a caller {' and '.join(mutated['attempted'])} in what it got back, and the next caller saw it: "
+        f"{mutated['changed'][0]}")
+
+
+def test_outputs_match_uncached_lookups(probe):
+    """Every extraction and prompt of the batch is identical to what the uncached lookups give."""
+    compared = phase(probe, "compare")
+    assert compared["different"] == 0, (
+        f"{compared['different']} of {compared['items']} items differ from the uncached lookups' output; "
+        f"first, {compared['first'][0]}: {compared['first'][1]}")
+
+
+def _scans(sampler: psycopg.Connection) -> int:
+    row = sampler.execute("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables "
+                          "WHERE relname = 'books_category'").fetchone()
+    return int(row[0])
+
+
+def _backends(sampler: psycopg.Connection) -> set[int]:
+    rows = sampler.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid()").fetchall()
+    return {pid for (pid,) in rows}
+
+
+def _wait_until_gone(sampler: psycopg.Connection, keep: set[int], seconds: float = 10.0) -> None:
+    """Wait until every backend the batch opened has exited, which publishes its statistics.
+
+    Celery's Django fixup closes the connection after each task. A backend
+    flushes its pending counters on exit, before it leaves pg_stat_activity,
+    so once the batch's backends are gone their scans are all counted.
+    """
+    deadline = time.monotonic() + seconds
+    while _backends(sampler) - keep:
+        if time.monotonic() > deadline:
+            raise CouldNotGrade("the worker's database connections stayed open after the batch ended")
+        time.sleep(0.02)
+
+
+def test_worker_processes_read_category_table_once_each(start_worker, celery_client, queue_name, kontor_db):
+    """On a worker with two processes, a batch of tasks reads the category table at most once per process."""
+    from kontor.books.models import Document, Transaction
+
+    worker = start_worker([queue_name], ["lab4_reference_cache.tasks"], concurrency=2)
+    documents = list(Document.objects.order_by("pk").values_list("pk", flat=True)[:DOCUMENTS])
+    transactions = list(Transaction.objects.order_by("pk").values_list("pk", flat=True)[:TRANSACTIONS])
+    with psycopg.connect(kontor_db, autocommit=True) as sampler:
+        present, before = _backends(sampler), _scans(sampler)
+        results = [celery_client.send_task("lab4.prepare_documents", args=[documents[i:i + 6]], queue=queue_name)
+                   for i in range(0, DOCUMENTS, 6)]
+        results += [celery_client.send_task("lab4.prepare_transactions", args=[transactions[i:i + 12]],
+                                            queue=queue_name) for i in range(0, TRANSACTIONS, 12)]
+        values = [result.get(timeout=60, propagate=False) for result in results]
+        failed = [value for value in values if not isinstance(value, int)]
+        assert not failed, f"{len(failed)} of {len(results)} tasks failed on the worker: {failed[0]!r}"
+        _wait_until_gone(sampler, present)
+        scans = _scans(sampler) - before
+    children = len(set(CHILD.findall(worker.text()))) or 2
+    assert scans <= children, (
+        f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, scanned the "
+        f"category table {scans} times (PostgreSQL's counters)")
