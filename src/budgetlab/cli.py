@@ -16,7 +16,7 @@ app = typer.Typer(help="A workshop on budgets, endings and isolation for Celery 
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 stack_app = typer.Typer(help="Start, stop and describe the PostgreSQL and Redis servers.", no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -48,11 +48,16 @@ def _check_stack(report) -> None:
         name = "PostgreSQL" if server.kind == "postgres" else "Redis"
         where = "external" if server.external else "embedded"
         if not info["running"]:
+            if not server.external and server.url and not _recorded_port_free(server):
+                report(False, f"{name}'s recorded port is taken by another program",
+                       "'budgetlab stack up' will move it to a free port")
             fix = ("check DATABASE_URL/REDIS_URL and that the server answers" if server.external
                    else "start it with 'budgetlab stack up' (or 'make workshop')")
             report(False, f"{name} ({where}) is not answering", fix)
             continue
         report(True, f"{name} {info['version']} ({where}) at {info['url']}")
+        if not server.external and not _port_is_ours(server):
+            report(False, f"{name}'s port is used by another program", "run 'budgetlab stack down' then 'budgetlab stack up'")
         if server.kind == "postgres":
             major = int(info["version"].split(".")[0])
             report(major >= 15, f"PostgreSQL {major} has stats_fetch_consistency",
@@ -63,6 +68,30 @@ def _check_stack(report) -> None:
                        "lab 5 expects the server default 'cache'; remove the setting from the server's configuration")
 
 
+def _recorded_port_free(server) -> bool:
+    from urllib.parse import urlsplit
+
+    from budgetlab.stack.process import port_is_free
+
+    return port_is_free(urlsplit(server.url).port)
+
+
+def _port_is_ours(server) -> bool:
+    """Tell whether the server's port is held by the server's own process tree."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(server.url).port
+    try:
+        import psutil  # optional: only for the ownership check
+    except ImportError:
+        return True
+    for conn in psutil.net_connections("tcp"):
+        if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN":
+            owner = conn.pid
+            return owner is None or owner == server.pid or (psutil.Process(owner).ppid() == server.pid)
+    return False
+
+
 def _stats_fetch_consistency(url: str) -> str:
     import psycopg
 
@@ -70,19 +99,26 @@ def _stats_fetch_consistency(url: str) -> str:
         return conn.execute("SHOW stats_fetch_consistency").fetchone()[0]
 
 
+def _orphaned(pid: int) -> bool:
+    """A worker whose launcher died was adopted by init: nothing will ever stop it."""
+    from pathlib import Path
+
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == 1
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def _check_stale_workers(report) -> None:
     from pathlib import Path
 
-    from budgetlab.paths import repo_root
     from budgetlab.stack.process import pid_cmdline
 
-    root = str(repo_root())
     stale = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and pid_alive(int(entry.name)):
             line = pid_cmdline(int(entry.name))
-            if "celery" in line and "kontor.celery_app" in line and "worker" in line:
+            if "celery" in line and "kontor.celery_app" in line and "worker" in line and _orphaned(int(entry.name)):
                 stale.append(int(entry.name))
     report(not stale, "no stale Celery workers from an earlier run" if not stale else f"stale workers: {stale}",
            f"stop them with 'kill {' '.join(map(str, stale))}'" if stale else "")
-    del root

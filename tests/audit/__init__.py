@@ -1,0 +1,1 @@
+"""Tests of the static audit, budgetlab.audit, with its fixtures under fixtures/."""

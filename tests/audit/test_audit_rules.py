@@ -6,6 +6,8 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from budgetlab.audit import RULES, audit
 
 # Every finding the bad fixtures must give: file -> (line, code), with repeats
@@ -316,3 +318,70 @@ def test_extensionless_shell_scripts_are_read(tmp_path):
     found = [(Path(finding.path).name, finding.code) for finding in audit([str(tmp_path)]).findings]
     assert found == [("start-worker", "BL001")], found
 
+
+
+PG_HEADER = """\
+import psycopg
+from django.db import connection, transaction
+
+SCANS = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = %s"
+CLEAR = "SELECT pg_stat_clear_snapshot()"
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected_lines"),
+    [
+        (  # a reader on a connection of its own starts a fresh transaction on every call
+            """
+def sample(dsn):
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(SCANS, ("books_category",)).fetchone()[0]
+
+def measure(dsn, work):
+    with transaction.atomic():
+        before = sample(dsn)
+        work()
+        return sample(dsn) - before
+""",
+            [],
+        ),
+        (  # Django's connection with autocommit switched off is one long transaction
+            """
+def measure(cursor, work):
+    transaction.set_autocommit(False)
+    cursor.execute(SCANS, ["books_category"])
+    work()
+    cursor.execute(SCANS, ["books_category"])
+""",
+            [11],
+        ),
+        (  # a clear through a named constant, and a commit, both end the frozen snapshot
+            """
+def measure(dsn, work):
+    conn = psycopg.connect(dsn)
+    conn.execute(SCANS, ["a"])
+    conn.execute(CLEAR)
+    conn.execute(SCANS, ["a"])
+    conn.commit()
+    conn.execute(SCANS, ["a"])
+""",
+            [],
+        ),
+    ],
+    ids=["own-connection-helper", "set-autocommit-false", "clear-and-commit"],
+)
+def test_pg_stat_transactions(tmp_path, body, expected_lines):
+    """Which pg_stat reads share a frozen snapshot: own connections, manual transactions, clears and commits."""
+    (tmp_path / "probe.py").write_text(PG_HEADER + body, encoding="utf-8")
+    lines = [finding.line for finding in audit([str(tmp_path)]).findings]
+    assert lines == expected_lines, f"BL005 on lines {lines}, expected {expected_lines}"
+
+
+def test_a_named_file_of_another_kind_is_skipped_with_a_reason(tmp_path):
+    """Naming a Markdown file gives no finding from its examples, and says why it was left out."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("celery -A k worker --soft-time-limit ${SOFT_TIME_LIMIT:-120}\n", encoding="utf-8")
+    result = audit([str(notes)])
+    assert result.findings == [], "a Markdown file was read as a launch file"
+    assert [skipped.reason for skipped in result.skipped] == ["not a Python or launch file"], result.skipped

@@ -199,3 +199,30 @@ def test_every_command_has_one_line_help(cli):
 
     walk(group, [])
     assert not missing, f"commands or options without help: {missing}"
+
+
+def test_watch_checks_again_after_a_save_and_stops_cleanly(cli):
+    """watch checks at once, again after the file is saved, and Ctrl-C leaves no worker."""
+    env = dict(os.environ, BUDGETLAB_LABS_ROOT=str(cli.root), BUDGETLAB_STATE_DIR=str(cli.state))
+    proc = subprocess.Popen([sys.executable, "-m", "budgetlab.cli_entry", "watch", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = []
+
+    def read_until(text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            output.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"watch never printed {text!r}: {''.join(output)[-1500:]}")
+
+    try:
+        read_until("1 of 2 hidden checks passed")
+        path = cli.root / TALLY
+        path.write_text(path.read_text().replace("sum(n for n in numbers if n > 0)", "sum(numbers)"))
+        read_until("2 of 2 hidden checks passed")
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+    assert not worker_pids_for(cli.root)

@@ -26,7 +26,9 @@ REMINDERS = "sweeps.reminders_send"
 SWEEP_NAMES = {OVERDUE: "overdue sweep", REMINDERS: "reminder sweep"}
 MODULE = "lab3_poisoned_queryset.sweeps"
 # Model calls pinned short: these checks are about rows, not latency (312 notices in about a second).
-FAST_PLAN = {"seed": 7, "model": {"default": 0.2}}
+FAST_PLAN = {"seed": 7, "model": {"default": 0.02}}
+# What every seeded invoice looks like before a sweep touched it.
+SEEDED = {"status": "open", "amount_eur": None, "reminder_level": 0, "reminder_fee": 0}
 
 RECORD_START = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): (?P<level>[A-Z]+)/(?P<process>[^\]]+)\] "
                           r"(?P<message>.*)$")
@@ -151,15 +153,23 @@ def wait_until(predicate: Callable[[], object], seconds: float) -> object:
 
 
 class Bench:
-    """A copy of the seeded database, a Redis database, a worker with the target's sweeps and a client."""
+    """A copy of the seeded database, a Redis database, a worker with the target's sweeps and a client.
 
-    def __init__(self, target_dir: Path, workdir: Path,
-                 latency_plan: dict | Callable[["DueInvoices"], dict] = FAST_PLAN):
-        self.target_dir, self.workdir, self.latency_plan = target_dir, workdir, latency_plan
+    The worker's model calls are all short except for one invoice that is
+    not due in the seeded data: `slow_id`'s call would take `SLOW_CALL`
+    production seconds. Only `make_due` brings it into a sweep.
+    """
+
+    SLOW_CALL = 2000
+
+    def __init__(self, target_dir: Path, workdir: Path):
+        self.target_dir, self.workdir = target_dir, workdir
         self.queue = f"check-{uuid.uuid4().hex[:8]}"
         self.database_url = self.database_name = None
         self.worker = self.client = None
         self.due: DueInvoices | None = None
+        self.slow_id: int | None = None
+        self._originals: list = []
 
     def __enter__(self) -> "Bench":
         try:
@@ -174,15 +184,23 @@ class Bench:
 
     def start(self) -> None:
         from celery import Celery
+        from kontor.books.models import Invoice
+        from kontor.datagen import TODAY
 
         self.database_url = database.scratch_database("check")
         self.database_name = self.database_url.rsplit("/", 1)[1]
         with self.db():
             self.due = due_invoices()
+            self._originals = list(Invoice.objects.filter(
+                pk__in=[*self.due.bad_email, *Invoice.objects.filter(due_on__gte=TODAY).values_list("pk", flat=True)]))
+            if Invoice.objects.exclude(**SEEDED).exists():
+                raise CouldNotGrade("the seeded invoices are not all open and unreminded; the checks expect them so")
+            self.slow_id = Invoice.objects.filter(due_on__gte=TODAY).order_by("id").values_list("pk", flat=True)[0]
         broker = fresh_broker_url()
         self.workdir.mkdir(parents=True, exist_ok=True)
         plan = self.workdir / "plan.json"
-        plan.write_text(json.dumps(self.latency_plan(self.due) if callable(self.latency_plan) else self.latency_plan))
+        plan.write_text(json.dumps({**FAST_PLAN, "model": {**FAST_PLAN["model"],
+                                                           "keys": {f"invoice-{self.slow_id}": self.SLOW_CALL}}}))
         env = Environment(target_dir=self.target_dir, database_url=self.database_url, broker_url=broker,
                           modules=[MODULE], latency_plan=plan)
         self.worker = WorkerTree(celery_argv([self.queue], unique_hostname("grader")), env,
@@ -210,6 +228,36 @@ class Bench:
         """Use the bench's database from this process (to prepare data or read results)."""
         return using_database(self.database_name)
 
+    def restore(self) -> None:
+        """Put every invoice back as the seed made it, for the next phase of the checks."""
+        from kontor.books.models import Invoice
+
+        with self.db():
+            Invoice.objects.update(**SEEDED)
+            for original in self._originals:
+                Invoice.objects.filter(pk=original.pk).exclude(
+                    customer_email=original.customer_email, due_on=original.due_on).update(
+                    customer_email=original.customer_email, due_on=original.due_on)
+
+    def repair_addresses(self) -> None:
+        """Give the invoices with a malformed address a valid one."""
+        from kontor.books.models import Invoice
+
+        with self.db():
+            for invoice in Invoice.objects.filter(pk__in=self.due.bad_email):
+                invoice.customer_email = f"buchhaltung-{invoice.pk}@kunde.example"
+                invoice.save(update_fields=["customer_email"])
+
+    def make_due(self, pk: int, position: int) -> list[int]:
+        """Give invoice pk the due date of the due invoice at position; return the new sweep order."""
+        from kontor.books.models import Invoice
+        from kontor.books.selectors import invoices_due
+        from kontor.datagen import TODAY
+
+        with self.db():
+            Invoice.objects.filter(pk=pk).update(due_on=Invoice.objects.get(pk=self.due.ids[position]).due_on)
+            return list(invoices_due(TODAY).values_list("pk", flat=True))
+
     def snapshot(self) -> Snapshot:
         from kontor.books.models import Invoice
 
@@ -226,14 +274,14 @@ class Bench:
         try:
             result.get(timeout=timeout, propagate=False)
         except ResultTimeout:
-            return Run(task, result.state, f"no result within {timeout:g} s wall", self.records_of(task, result.id))
+            return Run(task, result.state, f"no result within {timeout:g} s wall", self.records_of(result.id))
         error = "" if result.state == "SUCCESS" else type(result.result).__name__
         # The worker writes its "succeeded"/"raised" line just after storing the result.
-        ended = re.compile(rf"Task {re.escape(task)}\[{result.id}\] (succeeded|raised)")
+        ended = re.compile(rf"\[{result.id}\] (succeeded|raised)")
         wait_until(lambda: ended.search(self.worker.text()), 5.0)
-        return Run(task, result.state, error, self.records_of(task, result.id))
+        return Run(task, result.state, error, self.records_of(result.id))
 
-    def records_of(self, task: str, task_id: str) -> list[Record]:
+    def records_of(self, task_id: str) -> list[Record]:
         """Return the records from this task's "received" line to its end (one child: nothing interleaves)."""
         records = parse(self.worker.text())
         start = next((i for i, r in enumerate(records) if f"[{task_id}] received" in r.message), None)
@@ -256,7 +304,7 @@ class DueInvoices:
     reminder_steps: dict[int, tuple]
 
     def label(self, pk: int) -> str:
-        return f"{self.numbers[pk]} (id {pk})"
+        return f"{self.numbers[pk]} (id {pk})" if pk in self.numbers else f"invoice id {pk}"
 
     def labels(self, pks: list[int], most: int = 4) -> str:
         shown = ", ".join(self.label(pk) for pk in pks[:most])

@@ -10,8 +10,6 @@ import importlib
 import logging
 import re
 
-import pytest
-
 SUMMARY = re.compile(r"\bprocessed=(\d+),?\s+failed=(\d+)\b")
 
 
@@ -19,14 +17,14 @@ def _helper():
     try:
         return importlib.import_module("lab3_poisoned_queryset.rowwise").apply_per_row
     except Exception as exc:
-        pytest.fail(f"rowwise.apply_per_row could not be imported: {type(exc).__name__}: {exc}")
+        raise AssertionError(f"rowwise.apply_per_row could not be imported: {type(exc).__name__}: {exc}") from None
 
 
 def _counts(value) -> tuple[int, int]:
     try:
         return int(value.processed), int(value.failed)
     except (AttributeError, TypeError, ValueError):
-        pytest.fail(f"apply_per_row returned {value!r}, not RowCounts(processed, failed)")
+        raise AssertionError(f"apply_per_row returned {value!r}, not RowCounts(processed, failed)") from None
 
 
 def test_the_helper_counts_an_empty_queryset(kontor_db, caplog):
@@ -57,7 +55,8 @@ def test_the_helper_counts_a_queryset_where_every_row_fails(kontor_db, caplog):
     try:
         counts = _counts(_helper()(rows, refuse))
     except LookupError:
-        pytest.fail(f"apply_per_row stopped at the first of {len(ids)} rows that all fail, instead of counting them")
+        raise AssertionError(f"apply_per_row stopped at the first of {len(ids)} rows that all fail, "
+                             "instead of counting them") from None
     assert counts == (0, len(ids)), (f"on {len(ids)} rows that all fail, apply_per_row counted "
                                      f"processed={counts[0]} failed={counts[1]}")
     errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]

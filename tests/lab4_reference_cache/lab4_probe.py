@@ -149,7 +149,7 @@ def mutate(categories) -> dict:
         attempt("renamed a row", lambda row=row: setattr(row, "name", "CORRUPTED"))
         attempt("changed a row's keywords", lambda row=row: setattr(row, "keywords", "corrupted"))
     attempt("appended a row", lambda: table.append(table[0]))
-    attempt("reversed the sequence", lambda: table.reverse())
+    attempt("reversed the order", lambda: table.reverse())
     one = categories.category("4210")
     attempt("renamed the row category('4210') returned", lambda: setattr(one, "name", "CORRUPTED"))
     after = snapshot(categories)
@@ -164,7 +164,7 @@ def mutate(categories) -> dict:
         changed.append(f"category('4210').name is now {after['rent']!r}, was {before['rent']!r}")
     if after["match"] != before["match"]:
         changed.append(f"category_for('rent office') is now {after['match']!r}, was {before['match']!r}")
-    return {"attempted": sorted(set(attempted)), "changed": changed}
+    return {"attempted": list(dict.fromkeys(attempted)), "changed": changed}
 
 
 def codes(categories) -> list[str]:

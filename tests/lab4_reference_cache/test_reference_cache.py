@@ -22,24 +22,33 @@ BATCH = f"a batch of {DOCUMENTS} documents and {TRANSACTIONS} transactions"
 CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4\.\w+\[[^\]]+\] succeeded")
 
 
-@pytest.fixture(scope="module")
-def probe(target_dir) -> dict:
-    """What one fresh process saw running the target's lookups (see lab4_probe.py); its database is its own."""
+@pytest.fixture(scope="module", autouse=True)
+def probe_process(target_dir):
+    """Start the in-process probe (lab4_probe.py) at once, on a database of its own, while a worker starts."""
     stack.require()
     url = database.scratch_database("lab4")
     env = {name: value for name, value in os.environ.items() if name != "BUDGETLAB_LATENCY_PLAN"}
     env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
                KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe")
+    process = subprocess.Popen([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    yield process
+    if process.poll() is None:
+        process.kill()
+    process.communicate()
+    database.drop(url.rsplit("/", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def probe(probe_process) -> dict:
+    """What one fresh process saw running the target's lookups: import, batch, comparison, mutation, ORM changes."""
     try:
-        result = subprocess.run([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
-                                capture_output=True, text=True, timeout=90)
+        stdout, stderr = probe_process.communicate(timeout=90)
     except subprocess.TimeoutExpired:
         raise CouldNotGrade(f"{BATCH} did not finish within 90 s in one process") from None
-    finally:
-        database.drop(url.rsplit("/", 1)[1])
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    if result.returncode != 0 or not lines:
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if probe_process.returncode != 0 or not lines:
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
         raise CouldNotGrade(f"the lab's code did not run: {last}")
     report = json.loads(lines[-1])
     if "import_error" in report:
@@ -53,66 +62,6 @@ def phase(report: dict, name: str) -> dict:
         raise AssertionError(f"{BATCH} failed in the lookups: {report['batch_error']}")
     assert f"{name}_error" not in report, f"the lookups raised {report.get(f'{name}_error')}"
     return report[name]
-
-
-def test_importing_reads_no_categories(probe):
-    """Importing the task module, as a worker does at start-up, reads nothing from the category table."""
-    queries = probe["import_queries"]
-    assert queries == 0, (f"importing lab4_reference_cache.tasks, as every worker, shell and migration does, "
-                          f"queried the category table {queries} time(s) before any document arrived")
-
-
-def test_batch_reads_category_table_once_per_process(probe):
-    """A batch of documents and transactions in one process reads the category table at most once."""
-    if "batch_error" in probe:
-        raise AssertionError(f"{BATCH} failed in the lookups: {probe['batch_error']}")
-    queries, scans = probe["batch_queries"], probe["scans"]
-    assert queries <= 1 and scans <= 1, (
-        f"{BATCH} in one process queried the category table {queries} times (Django's query log), "
-        f"and PostgreSQL counted {scans} scans of it")
-
-
-def test_saved_category_shows_in_next_lookup(probe):
-    """A category saved through the ORM shows up in the next lookup of the same process."""
-    saved = phase(probe, "invalidate")["saved"]
-    created = probe["invalidate"]["created"]
-    assert saved["category"] == "Miete und Pacht", (
-        f"after category 4210 was renamed 'Miete und Pacht' through the ORM, category('4210') in the same "
-        f"process still said {saved['category']!r}")
-    assert saved["table"] == "Miete und Pacht", (
-        f"after category 4210 was renamed through the ORM, category_table() in the same process still "
-        f"listed it as {saved['table']!r}")
-    assert saved["match"] == "4210", (
-        f"after category 4210 got the keyword 'pacht' through the ORM, category_for('pacht') answered "
-        f"{saved['match']!r}")
-    assert created["listed"] and created["match"] == "4215", (
-        f"after category 4215 was created through the ORM, the same process "
-        f"{'did not list it' if not created['listed'] else 'matched farmland to ' + repr(created['match'])}")
-
-
-def test_deleted_category_disappears_from_next_lookup(probe):
-    """A category deleted through the ORM is gone from the next lookup of the same process."""
-    deleted = phase(probe, "invalidate")["deleted"]
-    assert not deleted["listed"], ("after category 4250 was deleted through the ORM, category_table() in the "
-                                   "same process still listed it")
-    assert deleted["match"] != "4250", ("after category 4250 was deleted through the ORM, the same process "
-                                        "still matched 'cleaning janitor' to it")
-
-
-def test_callers_cannot_change_what_the_next_caller_gets(probe):
-    """A caller that changes the rows a lookup returned does not change what the next caller gets."""
-    mutated = phase(probe, "mutate")
-    assert not mutated["changed"], (
-        f"a caller {' and '.join(mutated['attempted'])} in what it got back, and the next caller saw it: "
-        f"{mutated['changed'][0]}")
-
-
-def test_outputs_match_uncached_lookups(probe):
-    """Every extraction and prompt of the batch is identical to what the uncached lookups give."""
-    compared = phase(probe, "compare")
-    assert compared["different"] == 0, (
-        f"{compared['different']} of {compared['items']} items differ from the uncached lookups' output; "
-        f"first, {compared['first'][0]}: {compared['first'][1]}")
 
 
 def _scans(sampler: psycopg.Connection) -> int:
@@ -163,3 +112,64 @@ def test_worker_processes_read_category_table_once_each(start_worker, celery_cli
     assert scans <= children, (
         f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, scanned the "
         f"category table {scans} times (PostgreSQL's counters)")
+
+
+def test_importing_reads_no_categories(probe):
+    """Importing the task module, as a worker does at start-up, reads nothing from the category table."""
+    queries = probe["import_queries"]
+    times = "once" if queries == 1 else f"{queries} times"
+    assert queries == 0, (f"importing lab4_reference_cache.tasks, which every worker does at start-up, queried "
+                          f"the category table {times} before any document arrived")
+
+
+def test_batch_reads_category_table_once_per_process(probe):
+    """A batch of documents and transactions in one process reads the category table at most once."""
+    if "batch_error" in probe:
+        raise AssertionError(f"{BATCH} failed in the lookups: {probe['batch_error']}")
+    queries, scans = probe["batch_queries"], probe["scans"]
+    assert queries <= 1 and scans <= 1, (
+        f"{BATCH} in one process queried the category table {queries} times (Django's query log), "
+        f"and PostgreSQL counted {scans} scans of it")
+
+
+def test_saved_category_shows_in_next_lookup(probe):
+    """A category saved through the ORM shows up in the next lookup of the same process."""
+    saved = phase(probe, "invalidate")["saved"]
+    created = probe["invalidate"]["created"]
+    assert saved["category"] == "Miete und Pacht", (
+        f"after category 4210 was renamed 'Miete und Pacht' through the ORM, category('4210') in the same "
+        f"process still said {saved['category']!r}")
+    assert saved["table"] == "Miete und Pacht", (
+        f"after category 4210 was renamed through the ORM, category_table() in the same process still "
+        f"listed it as {saved['table']!r}")
+    assert saved["match"] == "4210", (
+        f"after category 4210 got the keyword 'pacht' through the ORM, category_for('pacht') answered "
+        f"{saved['match']!r}")
+    assert created["listed"] and created["match"] == "4215", (
+        f"after category 4215 was created through the ORM, the same process "
+        f"{'did not list it' if not created['listed'] else 'matched farmland to ' + repr(created['match'])}")
+
+
+def test_deleted_category_disappears_from_next_lookup(probe):
+    """A category deleted through the ORM is gone from the next lookup of the same process."""
+    deleted = phase(probe, "invalidate")["deleted"]
+    assert not deleted["listed"], ("after category 4250 was deleted through the ORM, category_table() in the "
+                                   "same process still listed it")
+    assert deleted["match"] != "4250", ("after category 4250 was deleted through the ORM, the same process "
+                                        "still matched 'cleaning janitor' to it")
+
+
+def test_callers_cannot_change_what_the_next_caller_gets(probe):
+    """A caller that changes the rows a lookup returned does not change what the next caller gets."""
+    mutated = phase(probe, "mutate")
+    assert not mutated["changed"], (
+        f"one caller's changes reached the next caller: {mutated['changed'][0]} "
+        f"(the first caller {', '.join(mutated['attempted'])} in what it got back)")
+
+
+def test_outputs_match_uncached_lookups(probe):
+    """Every extraction and prompt of the batch is identical to what the uncached lookups give."""
+    compared = phase(probe, "compare")
+    assert compared["different"] == 0, (
+        f"{compared['different']} of {compared['items']} items differ from the uncached lookups' output; "
+        f"first, {compared['first'][0]}: {compared['first'][1]}")

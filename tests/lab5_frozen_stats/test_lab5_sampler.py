@@ -7,6 +7,7 @@ counts are random, and nothing here waits on a clock.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import re
 import uuid
@@ -63,24 +64,15 @@ def rates_text(values) -> str:
     return ", ".join(f"{value:.0f}" for value in values)
 
 
+@contextlib.contextmanager
 def leaves_atomic(what: str):
-    """Context manager: a caller's atomic block that must end cleanly after the sampler ran in it."""
-    return _Leaving(what)
-
-
-class _Leaving:
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        if isinstance(error, (DatabaseError, TransactionManagementError)):
-            first = (str(error).strip().splitlines() or [""])[0]
-            raise AssertionError(f"the caller's {self.what} could not end after the sampler ran in it: "
-                                 f"{type(error).__name__}: {first}") from None
-        return False
+    """Wrap a caller's atomic block that must still end cleanly after the sampler ran inside it."""
+    try:
+        yield
+    except (DatabaseError, TransactionManagementError) as error:
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise AssertionError(f"the caller's {what} failed to end after the sampler ran inside it: "
+                             f"{type(error).__name__}: {first}") from None
 
 
 @pytest.mark.external
@@ -107,7 +99,7 @@ def test_delta_inside_a_transaction_counts_every_scan(sampler, probe, load, scan
 def test_delta_inside_a_savepoint_counts_every_scan(sampler, probe, load, scans):
     """A delta taken in a savepoint counts every scan, even after the caller read the statistics."""
     earlier, made = scans.randint(5, 60), scans.randint(5, 60)
-    with leaves_atomic("nested transaction.atomic() blocks"):
+    with leaves_atomic("savepoint (nested transaction.atomic())"):
         with transaction.atomic():
             with connection.cursor() as cursor:  # the caller looks at the statistics first, as a view might
                 cursor.execute(COUNTER, [probe])
@@ -209,9 +201,9 @@ def test_sampler_closes_every_connection_it_opens(sampler, probe, load, scans, k
         except psycopg.errors.ObjectInUse:
             rows = admin.execute("SELECT coalesce(nullif(application_name, ''), 'no name') FROM pg_stat_activity "
                                  "WHERE datname = %s", [name]).fetchall()
-            names = ", ".join(sorted({row[0] for row in rows})) or "gone by now"
-            raise AssertionError(f"{len(rows)} connection(s) to the database were still open after the sampler "
-                                 f"returned ({names}); the database could not be dropped") from None
+            names = ", ".join(sorted({row[0] for row in rows})) or "none left by now"
+            raise AssertionError(f"connections to the check's database were still open after the sampler "
+                                 f"returned (application names: {names}), so it could not be dropped") from None
 
 
 def test_docstring_retracts_the_unmeasured_split(sampler):

@@ -98,12 +98,14 @@ def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...]) -> bool:
 def walk(given: Path, exclude: tuple[str, ...] = (), root: Path | None = None):
     """Yield (path, kind) for every file to audit under given, in a stable order.
 
-    A given file is audited whatever its name (a file of unknown kind is read
-    as shell lines); exclude globs and skipped directory names only apply to
-    what the walk meets below a given directory.
+    A given file is audited whatever its name: one without an extension is
+    read as shell lines (an `entrypoint`), one with an unknown extension comes
+    back as kind None for the caller to report. Exclude globs and skipped
+    directory names only apply to what the walk meets below a given directory.
     """
     if given.is_file():
-        yield given, file_kind(given) or "shell"
+        kind = file_kind(given)
+        yield given, kind or ("shell" if not given.suffix else None)
         return
     for directory, dirnames, filenames in os.walk(given):
         base = Path(directory)

@@ -404,7 +404,7 @@ class _Collector:
             if node.args[0].value is True:
                 self.function.autocommit = True
             elif node.args[0].value is False:
-                self.function.opens_connection = True
+                self.function.manual_transaction = True
         elif attribute == "set_isolation_level" and "AUTOCOMMIT" in ast.dump(node):
             self.function.autocommit = True
         elif attribute == "connect" and type(func) is ast.Attribute:

@@ -63,7 +63,8 @@ class FunctionFacts:
     is_cached: bool = False
     is_atomic: bool = False
     autocommit: bool = False
-    opens_connection: bool = False
+    opens_connection: bool = False  # psycopg.connect() without autocommit: a transaction of its own
+    manual_transaction: bool = False  # set_autocommit(False) on a shared connection
     has_try_handler: bool = False
     local_defs: dict[str, FunctionFacts] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)

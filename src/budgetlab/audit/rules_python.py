@@ -182,7 +182,8 @@ def frozen_pg_stats(project: Project) -> list[Finding]:
             if facts.autocommit:
                 continue
             scopes = list(facts.scopes)
-            if (module.mentions_pg_stat and facts.opens_connection) or facts.is_atomic:
+            whole_body = facts.opens_connection or facts.manual_transaction
+            if (module.mentions_pg_stat and whole_body) or facts.is_atomic:
                 scopes.append((facts.line, facts.events))
             for _, events in scopes:
                 findings.extend(_scan(project, facts, events, effects))
@@ -208,7 +209,8 @@ def _effect(project: Project, facts: FunctionFacts, effects: dict, depth: int) -
     """What calling a function does to the stats snapshot: its reads and clears in order."""
     if facts in effects:
         return effects[facts]
-    if facts.autocommit or depth > _MAX_DEPTH or not facts.events:
+    # A function on a connection of its own (autocommit or not) reads outside the caller's transaction.
+    if facts.autocommit or facts.opens_connection or depth > _MAX_DEPTH or not facts.events:
         return []
     effects[facts] = []  # a recursive call reads nothing more
     sequence: list[str] = []

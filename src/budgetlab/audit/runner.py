@@ -53,7 +53,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
         raise UsageError("no path given")
     cwd = Path.cwd().resolve()
     cache: dict = {}
-    work: list[tuple[Path, str, object]] = []
+    work: list[tuple[Path, str | None, object]] = []
     seen: set[Path] = set()
     for given in paths:
         path = Path(given)
@@ -74,6 +74,9 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
     python_sources: dict[str, tuple[bytes, object]] = {}
     for absolute, kind, config in work:
         display = display_path(absolute, cwd)
+        if kind is None:
+            result.skipped.append(Skipped(display, "not a Python or launch file"))
+            continue
         try:
             data = read_bytes(absolute)
             if kind == "python":

@@ -1,0 +1,53 @@
+"""Benchmark: wall time of `budgetlab check N` per lab (median of 5) and of `budgetlab list`.
+
+Targets: check 20 s or less per lab on this 2-core machine; list under 1 s.
+The floor of a check is its graders' scenario time on the lab clock plus
+worker start; the ratio shows how much the harness adds on top.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from budgetlab import labs
+
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+
+
+def timed(*args: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", *args], capture_output=True, text=True)
+    return time.perf_counter() - started, result.returncode
+
+
+def check_in_process(lab) -> tuple[float, float, int]:
+    """Return wall seconds, the floor (the checks' own run time: scenarios plus worker starts), exit code."""
+    from budgetlab import checking
+
+    started = time.perf_counter()
+    outcome = checking.run(lab, "solutions")
+    return time.perf_counter() - started, sum(r["seconds"] for r in outcome.results), outcome.exit_code
+
+
+def main() -> int:
+    list_times = [timed("list")[0] for _ in range(RUNS)]
+    print(f"budgetlab list: median {statistics.median(list_times):.2f} s (target < 1 s)")
+    for lab in labs.load():
+        if not lab.solution_dir().is_dir():
+            continue
+        runs = [check_in_process(lab) for _ in range(RUNS)]
+        walls = [wall for wall, _floor, _code in runs]
+        floor = statistics.median(floor for _wall, floor, _code in runs)
+        codes = sorted({code for _wall, _floor, code in runs})
+        print(f"budgetlab check {lab.number} --target solutions: median {statistics.median(walls):5.1f} s "
+              f"(min {min(walls):.1f}, max {max(walls):.1f}; target <= 20 s); floor {floor:.1f} s, "
+              f"ratio {statistics.median(walls) / floor if floor else float('nan'):.2f}; exit codes {codes}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Lab 4's live scenario: one realistic batch through the category lookups, with the table's scans counted.
+
+`budgetlab run 4` copies the seeded database, runs 500 documents and 2,000
+transactions through the extractor and both prompt builders in one fresh
+batch process with the learner's code, and reads the category table's scan
+counters from PostgreSQL before and after. The counters are sampled in
+autocommit on a connection of their own, and the batch's connection forces
+its statistics out before it reports, so the figures are exact (lab 5 is
+about why both matter). benchmarks/lab4_cache.py runs the same batch for
+two trees and compares them.
+
+Run as `python -m budgetlab.scenarios.lab4 DOCUMENTS TRANSACTIONS`, this
+module is the batch process itself (PYTHONPATH naming the tree to run,
+KONTOR_DATABASE_URL its database); it prints JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DOCUMENTS, TRANSACTIONS = 500, 2000
+SLUG = "lab4_reference_cache"
+LOOKUPS = ("category_table", "category", "category_for")
+
+
+@dataclass(frozen=True)
+class BatchFigures:
+    """What one batch process did, and what PostgreSQL counted on the category table meanwhile."""
+
+    rows: int
+    wall_seconds: float
+    lookup_seconds: float
+    lookup_calls: int
+    queries: int
+    category_queries: int
+    import_queries: int
+    scans: int
+    rows_read: int
+
+    @property
+    def scans_per_row(self) -> float:
+        return self.scans / self.rows
+
+    @property
+    def queries_per_row(self) -> float:
+        return self.queries / self.rows
+
+
+class BatchFailed(Exception):
+    """The batch process stopped before it finished (the learner's code raised, or did not import)."""
+
+
+def _table_counters(sampler) -> tuple[int, int]:
+    """Return (scans, rows read) of the category table: sequential plus index scans, read in autocommit."""
+    row = sampler.execute("SELECT seq_scan + coalesce(idx_scan, 0), seq_tup_read + coalesce(idx_tup_fetch, 0) "
+                          "FROM pg_stat_user_tables WHERE relname = 'books_category'").fetchone()
+    return int(row[0]), int(row[1])
+
+
+def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, transactions: int = TRANSACTIONS,
+              on_progress=lambda done, scans: None) -> BatchFigures:
+    """Run one batch process with the tree's lab 4 code and return its figures.
+
+    on_progress(done, scans) is called about five times a second while the
+    batch runs; the live scan count lags by up to a second, because a busy
+    backend publishes its counters at most once a second.
+    """
+    import psycopg
+
+    env = {name: value for name, value in os.environ.items() if name != "BUDGETLAB_LATENCY_PLAN"}
+    env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
+               KONTOR_DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="kontor.settings",
+               KONTOR_APP_NAME="lab4-batch", PYTHONUNBUFFERED="1")
+    with psycopg.connect(database_url, autocommit=True) as sampler:
+        scans_before, read_before = _table_counters(sampler)
+        proc = subprocess.Popen([sys.executable, "-m", __name__, str(documents), str(transactions)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        lines: list[dict] = []
+        reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
+        reader.start()
+        try:
+            while reader.is_alive():
+                done = next((line["done"] for line in reversed(lines) if "done" in line), 0)
+                on_progress(done, _table_counters(sampler)[0] - scans_before)
+                reader.join(0.2)
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        errors = proc.stderr.read()
+        proc.stderr.close()
+        scans_after, read_after = _table_counters(sampler)
+    result = next((line for line in reversed(lines) if "result" in line or "error" in line), None)
+    if result is None or "error" in result:
+        last = result["error"] if result else (errors.strip().splitlines() or ["it printed nothing"])[-1]
+        raise BatchFailed(last)
+    figures = result["result"]
+    on_progress(figures["rows"], scans_after - scans_before)
+    return BatchFigures(**figures, scans=scans_after - scans_before, rows_read=read_after - read_before)
+
+
+def _read_lines(stream, into: list[dict]) -> None:
+    for line in stream:
+        if line.startswith("{"):
+            try:
+                into.append(json.loads(line))
+            except ValueError:
+                pass
+    stream.close()
+
+
+def play(target_dir: Path, console) -> int:
+    """Play the scenario with the tree's code: one batch, its scans, its time, its cost per row."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from budgetlab import clock, database
+
+    console.print(f"[bold]Lab 4 · one batch, and the category table under it[/]  ({clock.describe()})")
+    console.print(f"{DOCUMENTS} documents (OCR, keyword match, prompt) and {TRANSACTIONS:,} transactions (prompt), "
+                  f"in one batch process with your {SLUG} code, on a fresh copy of the seeded database.")
+    url = database.scratch_database("run4")
+    try:
+        with Progress(TextColumn("  batch"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("[cyan]{task.fields[scans]:>7,} category-table scans so far"),
+                      console=console, transient=False) as progress:
+            bar = progress.add_task("batch", total=DOCUMENTS + TRANSACTIONS, scans=0)
+            figures = run_batch(target_dir, url,
+                                on_progress=lambda done, scans: progress.update(bar, completed=done, scans=scans))
+    except BatchFailed as exc:
+        console.print(f"[red]the batch stopped:[/] {exc}")
+        return 1
+    finally:
+        database.drop(url.rsplit("/", 1)[1])
+    _show(figures, console)
+    return 0
+
+
+def _show(f: BatchFigures, console) -> None:
+    from rich.table import Table
+
+    per_call = f.lookup_seconds / max(f.lookup_calls, 1) * 1000
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("batch", f"{f.rows:,} rows in {f.wall_seconds:.2f} s wall")
+    table.add_row("category table", f"{f.scans:,} scans, {f.rows_read:,} rows read "
+                  "[dim](PostgreSQL's counters, sampled in autocommit)[/]")
+    table.add_row("queries", f"{f.queries:,}, {f.category_queries:,} of them on the category table")
+    table.add_row("lookups", f"{f.lookup_calls:,} calls, {f.lookup_seconds:.2f} s "
+                  f"= {f.lookup_seconds / f.wall_seconds:.0%} of the batch")
+    table.add_row("per row", f"{f.scans_per_row:.4g} scans, {f.queries_per_row:.4g} queries, "
+                  f"{f.lookup_seconds / f.rows * 1000:.3f} ms in lookups (one call: {per_call:.3f} ms)")
+    console.print(table)
+    if f.import_queries:
+        console.print(f"[yellow]Importing the lab's modules queried the category table {f.import_queries} time(s)[/] "
+                      "before the batch began: every process that imports them pays that, ready or not.")
+    if f.scans > 1:
+        console.print(f"No single lookup is slow: {per_call:.2f} ms is "
+                      "nothing a profile of one document would flag. But the batch scanned a table that only a "
+                      f"migration changes {f.scans:,} times, and {f.lookup_seconds:.2f} s of its "
+                      f"{f.wall_seconds:.2f} s went to reading it again and again.")
+    else:
+        console.print(f"The category table was read {'once' if f.scans == 1 else 'not at all'} for "
+                      f"{f.rows:,} rows; the lookups cost {f.lookup_seconds * 1000:.0f} ms for the whole batch. "
+                      "That time now belongs to the model calls.")
+
+
+# The batch process: everything below runs in the child that `run_batch` starts.
+
+def _batch(documents: int, transactions: int) -> dict:
+    import importlib
+
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    counts = {"queries": 0, "category": 0}
+
+    def count(execute, sql, params, many, context):
+        counts["queries"] += 1
+        counts["category"] += '"books_category"' in sql
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        # What a worker imports at start-up: the tasks module, and with it the lookups.
+        importlib.import_module(f"{SLUG}.tasks")
+    import_queries = counts["category"]
+    categories = importlib.import_module(f"{SLUG}.categories")
+    extractor = importlib.import_module(f"{SLUG}.extractor")
+    prompts = importlib.import_module(f"{SLUG}.prompts")
+    from kontor.books.models import Document, Transaction
+
+    docs = list(Document.objects.order_by("pk")[:documents])
+    txs = list(Transaction.objects.select_related("currency").order_by("pk")[:transactions])
+    timer = _LookupTimer(categories)
+    counts.update(queries=0, category=0)
+    started = time.perf_counter()
+    with connection.execute_wrapper(count), timer:
+        for done, document in enumerate(docs, start=1):
+            prompts.document_prompt(extractor.extract(document))
+            _progress(done)
+        for done, transaction in enumerate(txs, start=len(docs) + 1):
+            prompts.transaction_prompt(transaction)
+            _progress(done)
+    wall = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        # Publish this backend's counters now, before the parent samples them.
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    return {"rows": len(docs) + len(txs), "wall_seconds": wall, "lookup_seconds": timer.seconds,
+            "lookup_calls": timer.calls, "queries": counts["queries"], "category_queries": counts["category"],
+            "import_queries": import_queries}
+
+
+def _progress(done: int) -> None:
+    if done % 50 == 0:
+        print(json.dumps({"done": done}), flush=True)
+
+
+class _LookupTimer:
+    """Times the three lookups as the extractor and the prompt builders call them (outermost calls only)."""
+
+    def __init__(self, module) -> None:
+        self.module, self.seconds, self.calls, self._depth = module, 0.0, 0, 0
+        self._originals = {name: getattr(module, name) for name in LOOKUPS}
+
+    def __enter__(self) -> "_LookupTimer":
+        for name, function in self._originals.items():
+            setattr(self.module, name, self._timed(function))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, function in self._originals.items():
+            setattr(self.module, name, function)
+
+    def _timed(self, function):
+        def timed(*args, **kwargs):
+            if self._depth:
+                return function(*args, **kwargs)
+            self._depth += 1
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self.calls += 1
+                self._depth -= 1
+        return timed
+
+
+def _main(argv: list[str]) -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
+    try:
+        result = _batch(int(argv[0]), int(argv[1]))
+    except Exception as exc:  # the learner's code: report it as one line, the parent shows it
+        import traceback
+
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if SLUG in f.filename]
+        where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}{where}"}), flush=True)
+        return 1
+    print(json.dumps({"result": result}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

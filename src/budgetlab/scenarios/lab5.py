@@ -1,0 +1,278 @@
+"""`budgetlab run 5`: a bursty scan load on a scratch database, the learner's sampler beside what PostgreSQL counted.
+
+The scenario copies the seeded database, then scans its category table
+from connections of its own: a burst of about 990 scans per second, then
+about 40. It calls the learner's `scan_delta` inside a transaction and
+`scan_rates` over the windows of the load, and shows their figures next
+to the load's own count and to samples read in autocommit. Everything it
+starts is bounded in time and count and stopped before it returns.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from budgetlab import database
+from budgetlab.errors import BudgetlabError
+
+TABLE = "books_category"
+WINDOW = 1.0
+# (scans per second, windows, connections): the two figures of Kontor's re-measurement.
+PHASES = ((990, 3, 3), (40, 3, 1))
+DELTA_RATE, DELTA_SECONDS = 990, 1.0
+# A busy backend publishes its counters about once a second; the load asks for
+# it every 20 ms so that one-second windows show the load, not the flushes.
+FLUSH_INTERVAL = 0.02
+COUNTER = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = %s"
+
+
+def play(target_dir: Path, console: Console) -> int:
+    """Play the scenario against the sampler in target_dir/lab5_frozen_stats; 0 when it ran."""
+    url = database.scratch_database("run5")
+    try:
+        sampler = _import_sampler(target_dir, url)
+        console.print(f"[bold]Lab 5[/]: a bursty load on [cyan]{TABLE}[/] in a scratch copy of the database; "
+                      f"your sampler from {target_dir.name}/lab5_frozen_stats/sampler.py\n")
+        delta_ok = _one_delta(sampler, url, console)
+        rates_ok = _window_rates(sampler, url, console)
+        if delta_ok and rates_ok:
+            console.print("[bold green]Your sampler agrees with PostgreSQL.[/] "
+                          "Now 'budgetlab check 5' (the docstring counts too).")
+        else:
+            console.print("[bold red]Your sampler's figures are not what PostgreSQL counted.[/] "
+                          "Edit labs/lab5_frozen_stats/sampler.py and run this again.")
+        return 0
+    finally:
+        _close_django()
+        database.drop(url.rsplit("/", 1)[1])
+
+
+def _import_sampler(target_dir: Path, url: str):
+    """Point Django at the scratch database and import the learner's sampler."""
+    os.environ["KONTOR_DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
+    import django
+
+    django.setup()
+    from django.db import connections
+
+    connections["default"].close()
+    connections["default"].settings_dict["NAME"] = url.rsplit("/", 1)[1]
+    if str(target_dir) not in sys.path:
+        sys.path.insert(0, str(target_dir))
+    try:
+        return importlib.import_module("lab5_frozen_stats.sampler")
+    except Exception as exc:  # the learner's file: any error is theirs to see, in one line
+        raise BudgetlabError(f"{target_dir.name}/lab5_frozen_stats/sampler.py does not import: "
+                             f"{type(exc).__name__}: {exc}") from None
+
+
+def _close_django() -> None:
+    if "django.db" in sys.modules:
+        from django.db import connections
+
+        connections.close_all()
+
+
+def _counter(url: str) -> int:
+    """Read the table's scan counter in autocommit, on a connection used for nothing else."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as stats:
+        return stats.execute(COUNTER, [TABLE]).fetchone()[0]
+
+
+class Load:
+    """Scan threads on connections of their own, paced to a schedule that starts at `start`."""
+
+    def __init__(self, url: str, start: float, phases, window: float) -> None:
+        import psycopg
+
+        self.start, self.window = start, window
+        self.stop = threading.Event()
+        self.counts: dict[int, int] = {}
+        self.lock = threading.Lock()
+        self.errors: list[str] = []
+        self.threads = []
+        offset = 0.0
+        for rate, windows, connections in phases:
+            seconds = windows * window
+            for _ in range(connections):
+                conn = psycopg.connect(url, autocommit=True, application_name="budgetlab-run5-load")
+                thread = threading.Thread(target=self._scan, daemon=True,
+                                          args=(conn, start + offset, seconds, rate / connections))
+                self.threads.append(thread)
+            offset += seconds
+
+    def begin(self) -> "Load":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def _scan(self, conn, begin: float, seconds: float, rate: float) -> None:
+        total = int(rate * seconds)
+        flushed = begin
+        try:
+            for number in range(total):
+                due = begin + number / rate
+                delay = due - time.monotonic()
+                if self.stop.wait(delay) if delay > 0 else self.stop.is_set():
+                    break
+                conn.execute(f"SELECT count(*) FROM {TABLE}")
+                now = time.monotonic()
+                with self.lock:
+                    slot = int((now - self.start) // self.window)
+                    self.counts[slot] = self.counts.get(slot, 0) + 1
+                if now - flushed >= FLUSH_INTERVAL:
+                    conn.execute("SELECT pg_stat_force_next_flush()")
+                    flushed = now
+            conn.execute("SELECT pg_stat_force_next_flush()")
+        except Exception as exc:  # shown to the person, never a traceback from a thread
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            conn.close()
+
+    def total(self) -> int:
+        with self.lock:
+            return sum(self.counts.values())
+
+    def finish(self, timeout: float = 15.0) -> None:
+        for thread in self.threads:
+            thread.join(timeout)
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(2.0)
+
+
+def _call(function, *args, **kwargs):
+    """Run the learner's function; return (value, None) or (None, one line about what it raised)."""
+    try:
+        return function(*args, **kwargs), None
+    except Exception as exc:  # the learner's code: report it in one line and go on
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return None, f"{type(exc).__name__}: {first}"
+
+
+def _close_enough(got: float, want: float) -> bool:
+    return abs(got - want) <= 0.1 * want + 5
+
+
+def _one_delta(sampler, url: str, console: Console) -> bool:
+    """Part 1: scan_delta around one second of burst, called inside transaction.atomic()."""
+    from django.db import transaction
+
+    console.print(f"[bold]1. One delta.[/] scan_delta({TABLE!r}, workload) inside transaction.atomic(), "
+                  f"around {DELTA_SECONDS:.0f} s of about {DELTA_RATE} scans/s")
+    loads: list[Load] = []
+
+    def workload() -> None:
+        load = Load(url, time.monotonic(), ((DELTA_RATE, 1, 3),), DELTA_SECONDS)
+        loads.append(load)
+        load.begin().finish()
+
+    before = _counter(url)
+    with transaction.atomic():
+        counted, error = _call(sampler.scan_delta, TABLE, workload)
+    truth = _counter(url) - before
+    ran = sum(load.total() for load in loads)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("load ran", "PostgreSQL counted (autocommit)", "your scan_delta"):
+        table.add_column(column, justify="right")
+    ok = error is None and counted == truth
+    yours = Text(error or str(counted), style="green" if ok else "red")
+    table.add_row(f"{ran} scans", f"{truth} scans", yours)
+    console.print(table)
+    if not ran:
+        console.print("[yellow]scan_delta never ran its workload, so the load never started[/]")
+    console.print()
+    return ok
+
+
+@dataclass
+class _Windows:
+    """What part 2 shows: one row per window, filled in as the samples arrive."""
+
+    count: int
+    truth: list[float | None] = field(default_factory=list)
+    ran: list[float | None] = field(default_factory=list)
+    yours: list[float] | None = None
+    error: str | None = None
+    done: bool = False
+
+    def render(self) -> Table:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("window", "load ran", "PostgreSQL (autocommit)", "your scan_rates"):
+            table.add_column(column, justify="right")
+        for number in range(self.count):
+            truth = self.truth[number] if number < len(self.truth) else None
+            ran = self.ran[number] if number < len(self.ran) else None
+            if self.yours is not None and number < len(self.yours) and isinstance(self.yours[number], (int, float)):
+                good = truth is not None and _close_enough(self.yours[number], truth)
+                yours = Text(f"{self.yours[number]:.0f}/s", style="green" if good else "red")
+            else:
+                yours = Text("…" if not self.done else "-", style="dim")
+            table.add_row(f"{number * WINDOW:.0f}–{(number + 1) * WINDOW:.0f} s",
+                          "…" if ran is None else f"{ran:.0f}/s", "…" if truth is None else f"{truth:.0f}/s", yours)
+        if self.error:
+            return Group(table, Text(f"your scan_rates raised {self.error}", style="red"))
+        return table
+
+
+def _window_rates(sampler, url: str, console: Console) -> bool:
+    """Part 2: scan_rates over the burst and the quiet phase, one window per second."""
+    count = sum(windows for _, windows, _ in PHASES)
+    console.print(f"[bold]2. Rates per window.[/] scan_rates({TABLE!r}, {WINDOW:g}, {count}) while the load runs "
+                  f"about {PHASES[0][0]} scans/s for {PHASES[0][1]:.0f} s, then about {PHASES[1][0]}/s")
+    shown = _Windows(count)
+    start = time.monotonic() + 0.3
+    load = Load(url, start, PHASES, WINDOW)
+
+    def sample_windows() -> None:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as stats:
+            time.sleep(max(0.0, start - 0.05 - time.monotonic()))
+            previous = stats.execute(COUNTER, [TABLE]).fetchone()[0]
+            for number in range(count):
+                time.sleep(max(0.0, start + (number + 1) * WINDOW - time.monotonic()))
+                current = stats.execute(COUNTER, [TABLE]).fetchone()[0]
+                shown.truth.append((current - previous) / WINDOW)
+                previous = current
+                with load.lock:
+                    shown.ran.append(load.counts.get(number, 0) / WINDOW)
+
+    elapsed = [0.0]
+
+    def wait(seconds: float) -> None:
+        # Absolute deadlines: the learner's windows end where the load's windows end.
+        elapsed[0] += seconds
+        time.sleep(max(0.0, start + elapsed[0] - time.monotonic()))
+
+    watcher = threading.Thread(target=sample_windows, daemon=True)
+    with Live(console=console, get_renderable=shown.render, refresh_per_second=8, transient=False):
+        load.begin()
+        watcher.start()
+        time.sleep(max(0.0, start - 0.05 - time.monotonic()))
+        try:
+            shown.yours, shown.error = _call(sampler.scan_rates, TABLE, WINDOW, count, wait=wait, clock=time.monotonic)
+        finally:
+            load.finish()
+            watcher.join(count * WINDOW + 5)
+        shown.done = True
+    for error in load.errors[:1]:
+        console.print(f"[yellow]the load stopped early: {error}[/]")
+    console.print()
+    yours = shown.yours if isinstance(shown.yours, list) else []
+    return (shown.error is None and len(yours) == count and len(shown.truth) == count
+            and all(isinstance(got, (int, float)) and _close_enough(got, want) for got, want in zip(yours, shown.truth)))

@@ -1,0 +1,62 @@
+"""Fixtures of the lab-1 checks: two runs of the target's entrypoint.sh, started once, probed at once.
+
+Five masters take seconds of CPU to start on a two-core machine, so the
+checks share two fleets instead of starting one per check: the container
+as deployed, and the container with the budget overridden from the
+environment. Every probe is sent as soon as its fleet is ready, and the
+first fleet's probes run while the second one starts; each check then
+waits only for its own probes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from budgetlab import database
+from lab1_measure import (BATCH, DECORATED_SOFT, HARD_VARIABLE, INTERACTIVE, OVERRIDE_HARD, OVERRIDE_SOFT, QUEUES,
+                          SOFT_VARIABLE, TRANSACTIONAL, Fleet, Probe, scratch_database, start_one_after_another, stop_all)
+
+
+@dataclass
+class Probes:
+    """Every probe of the lab-1 checks, by purpose and queue."""
+
+    deployed: Fleet
+    overridden: Fleet
+    within_budget: dict[str, Probe] = field(default_factory=dict)   # plain, 200 s: past 120, within 600
+    past_budget: dict[str, Probe] = field(default_factory=dict)     # plain, 1000 s: past 600 and 900
+    decorated: dict[str, Probe] = field(default_factory=dict)       # decorated 200/250, 300 s
+    agents: dict[str, Probe] = field(default_factory=dict)          # plain: 1800 s on batch, 130 s on interactive
+    overrides: dict[str, Probe] = field(default_factory=dict)       # plain, 500 s, overridden fleet
+
+
+@pytest.fixture(scope="session")
+def probes(target_dir, tmp_path_factory):
+    url, name = scratch_database()
+    logs = tmp_path_factory.mktemp("lab1")
+    deployed = Fleet(target_dir, url, logs / "deployed.log")
+    overridden = Fleet(target_dir, url, logs / "overridden.log",
+                       {SOFT_VARIABLE: f"{OVERRIDE_SOFT:g}", HARD_VARIABLE: f"{OVERRIDE_HARD:g}"})
+    found = Probes(deployed, overridden)
+
+    def send(fleet: Fleet) -> None:
+        if fleet is deployed:
+            for queue in TRANSACTIONAL:
+                found.within_budget[queue] = fleet.send(queue, "plain", 200)
+                found.past_budget[queue] = fleet.send(queue, "plain", 1000)
+            found.agents[BATCH] = fleet.send(BATCH, "plain", 1800)
+            found.agents[INTERACTIVE] = fleet.send(INTERACTIVE, "plain", 130)
+            for queue in QUEUES:
+                found.decorated[queue] = fleet.send(queue, "decorated", DECORATED_SOFT + 100)
+        else:
+            for queue in TRANSACTIONAL:
+                found.overrides[queue] = fleet.send(queue, "plain", 500)
+
+    try:
+        start_one_after_another([deployed, overridden], send)
+        yield found
+    finally:
+        stop_all([deployed, overridden])
+        database.drop(name)

@@ -1,0 +1,250 @@
+"""What the lab-1 graders measure: the five masters of the target's entrypoint.sh, and probes on each queue.
+
+A Fleet is one run of the target's entrypoint.sh, with a broker database
+of its own and the probe tasks loaded next to the lab's tasks. Probes go
+to a queue by name, as any producer's messages would. An Outcome says
+what happened to one probe, in production seconds: the soft limit the
+worker logged for it and when the probe felt it, and the hard limit
+that killed it. The numbers come from the worker's own log line and
+from TimeLimitExceeded; the probe's clock checks that they also held in
+time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from budgetlab import clock, database, stack
+from budgetlab.errors import BudgetlabError
+from budgetlab.grading import CouldNotGrade
+from budgetlab.workers import Environment, WorkerTree
+
+SLUG = "lab1_inherited_limit"
+TRANSACTIONAL = ("imports", "documents", "sweeps")
+BATCH, INTERACTIVE = "agent-batch", "agent-interactive"
+QUEUES = (*TRANSACTIONAL, BATCH, INTERACTIVE)
+# The decorated probe's own limits (lab1_probes.decorated).
+DECORATED_SOFT, DECORATED_HARD = 200.0, 250.0
+# The variables the lab names as the contract for overriding the default budget.
+SOFT_VARIABLE, HARD_VARIABLE = "KONTOR_TASK_SOFT_TIME_LIMIT", "KONTOR_TASK_TIME_LIMIT"
+# The override check's budget: far from the defaults (600/900) and from the inherited 120.
+OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
+# The checks run the lab clock 2.5 times faster than `budgetlab run`: the longest probe
+# (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
+FACTOR = clock.factor() * 0.4
+PROBES_DIR = Path(__file__).resolve().parent
+
+SOFT_LINE = re.compile(r"Soft time limit \((?P<limit>[\d.]+)s\) exceeded for \S+\[(?P<id>[\w-]+)\]")
+
+
+def lateness_allowed(limit: float) -> float:
+    """Production seconds a limit may arrive late on a busy two-core machine (timers never fire early)."""
+    return 60 + 0.25 * limit
+
+
+@dataclass
+class Outcome:
+    """What happened to one probe, in production seconds."""
+
+    queue: str
+    seconds: float                 # how long the probe meant to run
+    soft_limit: float | None       # the soft limit the worker logged for it
+    soft_at: float | None          # when the probe caught SoftTimeLimitExceeded
+    hard_limit: float | None       # the hard limit that killed it (TimeLimitExceeded)
+    killed_at: float | None        # when the worker recorded the kill
+    ran: float | None              # how long it ran, if it finished on its own
+    error: str | None = None       # any other failure
+
+    @property
+    def finished(self) -> bool:
+        return self.ran is not None
+
+
+class _Tree(WorkerTree):
+    """The harness's worker tree, polled for readiness five times less often.
+
+    Each poll scans /proc for the tree's PIDs (a few ms of CPU); at the
+    harness's 20 ms that costs a sixth of a core while ten masters compete
+    for two cores to start.
+    """
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            self._remember_tree()
+            if len(self.ready_hostnames()) >= self.expect_ready:
+                return
+            time.sleep(0.1)
+        super().wait_ready(0)
+
+
+class _Environment(Environment):
+    """The harness environment, minus budget variables the grader's own shell may have set."""
+
+    def variables(self) -> dict[str, str]:
+        env = super().variables()
+        for name in (SOFT_VARIABLE, HARD_VARIABLE):
+            if name not in self.extra:
+                env.pop(name, None)
+        return env
+
+
+def _broker_url() -> str:
+    """A Redis database of its own for one fleet, emptied first (the harness's own scheme)."""
+    control = redis.Redis.from_url(stack.redis_url(0))
+    url = stack.redis_url(1 + control.incr("budgetlab:broker-db") % 15)
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+class Fleet:
+    """One run of the target's entrypoint.sh: five masters, one per queue, stopped by PID afterwards."""
+
+    def __init__(self, target_dir: Path, database_url: str, log: Path, overrides: dict[str, str] | None = None):
+        from celery import Celery
+
+        self.target_dir = target_dir
+        self.overrides = dict(overrides or {})
+        self.broker_url = _broker_url()
+        self.name = f"check-{uuid.uuid4().hex[:6]}"
+        path = os.pathsep.join(filter(None, [str(target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
+        env = _Environment(target_dir=target_dir, database_url=database_url, broker_url=self.broker_url,
+                           modules=[f"{SLUG}.tasks", "lab1_probes"],
+                           extra={"PYTHON": sys.executable, "KONTOR_WORKER_NAME": self.name,
+                                  "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides})
+        self.tree = _Tree(["bash", str(target_dir / SLUG / "entrypoint.sh")], env, log, expect_ready=5,
+                               cwd=target_dir / SLUG)
+        self.client = Celery("grader", broker=self.broker_url, backend=self.broker_url, set_as_current=False)
+        self.client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
+                                result_extended=True)
+        self.notes = redis.Redis.from_url(self.broker_url)
+        self.error: str | None = None
+
+    def start(self) -> None:
+        """Run entrypoint.sh and wait for five "ready." lines; a failure is kept for `require`."""
+        try:
+            self.tree.start(timeout=90)
+        except BudgetlabError as exc:
+            ready = sorted(host.split("@")[0] for host in self.tree.ready_hostnames())
+            self.error = (f"entrypoint.sh did not start five Celery masters ({len(ready)} ready: "
+                          f"{', '.join(ready) or 'none'}); {str(exc).removeprefix('the worker did not start: ')}")
+
+    def require(self) -> None:
+        if self.error:
+            raise CouldNotGrade(self.error)
+
+    def send(self, queue: str, kind: str, seconds: float) -> "Probe":
+        probe_id = uuid.uuid4().hex
+        result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
+        return Probe(self, queue, seconds, probe_id, result)
+
+    def settings_of(self, queue: str) -> dict:
+        """Return the worker's own view of its settings for the master that consumes `queue`."""
+        inspect = self.client.control.inspect(timeout=3.0)
+        host = next((name for name, queues in (inspect.active_queues() or {}).items()
+                     if any(q.get("name") == queue for q in queues)), None)
+        if host is None:
+            return {}
+        replies = self.client.control.inspect(destination=[host], timeout=3.0, limit=1).conf() or {}
+        return replies.get(host, {})
+
+    def stop(self) -> None:
+        # Nothing in a probe needs a warm shutdown: whatever is left after half a second is killed.
+        self.tree.stop(grace=0.5)
+        self.client.close()
+
+
+def start_one_after_another(fleets: list[Fleet], then) -> None:
+    """Start the fleets in order, calling `then(fleet)` as soon as each is ready.
+
+    Starting is CPU-bound, so one fleet at a time gets the first one ready
+    sooner: its probes run while the next fleet starts.
+    """
+    for fleet in fleets:
+        fleet.start()
+        if not fleet.error:
+            then(fleet)
+
+
+def stop_all(fleets: list[Fleet]) -> None:
+    """Stop fleets side by side."""
+    threads = [threading.Thread(target=fleet.stop) for fleet in fleets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@dataclass
+class Probe:
+    """One probe sent to a queue; `outcome()` waits for it."""
+
+    fleet: Fleet
+    queue: str
+    seconds: float
+    probe_id: str
+    result: object
+
+    def outcome(self, timeout: float = 60.0) -> Outcome:
+        from celery.exceptions import TimeLimitExceeded
+
+        self.fleet.require()
+        try:
+            self.result.get(timeout=timeout, propagate=False)
+        except Exception:  # celery's TimeoutError: the probe never came back
+            return Outcome(self.queue, self.seconds, None, None, None, None, None,
+                           error=f"no result after {timeout:.0f} s wall")
+        soft_at = self._note("soft")
+        soft_limit = self._logged_soft_limit(wait=soft_at is not None)
+        value = self.result.result
+        ran = hard_limit = killed_at = error = None
+        if self.result.state == "SUCCESS" and isinstance(value, dict):
+            ran = float(value["ran"])
+        elif isinstance(value, TimeLimitExceeded):
+            hard_limit = float(value.args[0]) if value.args else None
+            killed_at = self._killed_at()
+        else:
+            error = f"{self.result.state}: {value!r}"
+        return Outcome(self.queue, self.seconds, soft_limit, soft_at, hard_limit, killed_at, ran, error)
+
+    def _note(self, kind: str) -> float | None:
+        raw = self.fleet.notes.get(f"lab1probe:{self.probe_id}:{kind}")
+        return float(raw) if raw is not None else None
+
+    def _logged_soft_limit(self, wait: bool) -> float | None:
+        deadline = time.monotonic() + (3.0 if wait else 0.0)
+        while True:
+            for match in SOFT_LINE.finditer(self.fleet.tree.text()):
+                if match["id"] == self.result.id:
+                    return float(match["limit"])
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+    def _killed_at(self) -> float | None:
+        """Production seconds from the probe's start to the moment the worker recorded the kill."""
+        started = self.fleet.notes.get(f"lab1probe:{self.probe_id}:start")
+        done = self.result.date_done
+        if started is None or done is None:
+            return None
+        if isinstance(done, str):
+            done = datetime.datetime.fromisoformat(done)
+        if done.tzinfo is None:
+            done = done.replace(tzinfo=datetime.timezone.utc)
+        return (done.timestamp() - float(started)) / FACTOR
+
+
+def scratch_database() -> tuple[str, str]:
+    """A copy of the seeded database for the fleets (the probes never touch it); returns (url, name)."""
+    url = database.scratch_database("lab1")
+    return url, url.rsplit("/", 1)[1]

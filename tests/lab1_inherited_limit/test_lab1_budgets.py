@@ -1,0 +1,135 @@
+"""Hidden checks of lab 1, measured on real workers started from the target's entrypoint.sh and settings.py."""
+
+from __future__ import annotations
+
+from lab1_measure import (BATCH, DECORATED_HARD, DECORATED_SOFT, HARD_VARIABLE, INTERACTIVE, OVERRIDE_HARD,
+                          OVERRIDE_SOFT, QUEUES, SOFT_VARIABLE, TRANSACTIONAL, Fleet, Outcome, lateness_allowed)
+
+DEFAULT_SOFT, DEFAULT_HARD = 600.0, 900.0
+BATCH_AT_LEAST, INTERACTIVE_AT_MOST = 1800.0, 60.0
+# A pool arms its timers when it hands the task to the child, a few wall milliseconds before the task runs.
+EARLY = 20.0
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s"
+
+
+def _queues(names: list[str]) -> str:
+    quoted = [f"'{name}'" for name in names]
+    if len(quoted) == 1:
+        return f"queue {quoted[0]}"
+    return f"queues {', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+def _report(prefix: str, symptoms: dict[str, str | None]) -> str:
+    """Group the queues that show the same symptom, in queue order; '' when every queue is fine."""
+    grouped: dict[str, list[str]] = {}
+    for queue, symptom in symptoms.items():
+        if symptom:
+            grouped.setdefault(symptom, []).append(queue)
+    return "; ".join(f"{prefix}{_queues(queues)}: {symptom}" for symptom, queues in grouped.items())
+
+
+def _settings_say(fleet: Fleet, queue: str) -> str:
+    value = fleet.settings_of(queue).get("task_soft_time_limit")
+    return f"the settings say {value:g} s" if value else "the settings set no soft limit"
+
+
+def _timing(outcome: Outcome) -> str | None:
+    """Say so when a limit's value was right but it did not hold in time."""
+    if outcome.soft_limit is not None and outcome.soft_at is not None:
+        if not outcome.soft_limit - EARLY <= outcome.soft_at <= outcome.soft_limit + lateness_allowed(outcome.soft_limit):
+            return (f"SoftTimeLimitExceeded for a {_seconds(outcome.soft_limit)} limit reached the task "
+                    f"{_seconds(outcome.soft_at)} in (is the machine very busy?)")
+    if outcome.hard_limit is not None and outcome.killed_at is not None:
+        if not outcome.hard_limit - EARLY <= outcome.killed_at <= outcome.hard_limit + lateness_allowed(outcome.hard_limit):
+            return (f"the kill for a {_seconds(outcome.hard_limit)} hard limit came {_seconds(outcome.killed_at)} "
+                    "in (is the machine very busy?)")
+    return None
+
+
+def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | None:
+    """Compare a probe that ran past both limits with the soft and hard limit it should have met."""
+    if outcome.error:
+        return f"{who} failed in an unexpected way: {outcome.error}"
+    if outcome.soft_limit is None:
+        ending = (f"ran its full {_seconds(outcome.seconds)}" if outcome.finished
+                  else f"was killed at {_seconds(outcome.hard_limit)}")
+        return f"{who} {ending} without ever getting SoftTimeLimitExceeded; it should get it at {_seconds(soft)}"
+    if outcome.soft_limit != soft:
+        return f"{who} got SoftTimeLimitExceeded at {_seconds(outcome.soft_limit)}, not at {_seconds(soft)}"
+    if outcome.finished:
+        return (f"{who} was never killed: after its soft limit it ran on until it finished at "
+                f"{_seconds(outcome.ran)}; it should be killed at {_seconds(hard)}")
+    if outcome.hard_limit != hard:
+        return f"{who} was killed at {_seconds(outcome.hard_limit)}, not at {_seconds(hard)}"
+    return _timing(outcome)
+
+
+def test_transactional_queues_get_the_settings_budget(probes):
+    """On imports, documents and sweeps, a task without its own limit gets 600 s soft and 900 s hard."""
+    symptoms = {}
+    for queue in TRANSACTIONAL:
+        within = probes.within_budget[queue].outcome()
+        if within.error:
+            symptoms[queue] = f"a task without its own limit failed in an unexpected way: {within.error}"
+        elif within.soft_limit is not None:
+            symptoms[queue] = (f"a task without its own limit was stopped at {_seconds(within.soft_limit)} "
+                               f"although {_settings_say(probes.deployed, queue)}")
+        elif not within.finished:
+            symptoms[queue] = f"a task without its own limit was killed at {_seconds(within.hard_limit)}"
+        else:
+            symptoms[queue] = _limits(probes.past_budget[queue].outcome(), DEFAULT_SOFT, DEFAULT_HARD,
+                                      "a task without its own limit")
+    message = _report("transactional ", symptoms)
+    assert not message, message
+
+
+def test_decorator_limits_win_on_every_queue(probes):
+    """On every queue, a task's own decorator limits win over whatever the worker or the settings say."""
+    who = (f"a task whose decorator asks for {_seconds(DECORATED_SOFT)} soft and "
+           f"{_seconds(DECORATED_HARD)} hard")
+    symptoms = {queue: _limits(probes.decorated[queue].outcome(), DECORATED_SOFT, DECORATED_HARD, who)
+                for queue in QUEUES}
+    message = _report("", symptoms)
+    assert not message, message
+
+
+def test_environment_overrides_reach_the_workers(probes):
+    """With KONTOR_TASK_SOFT_TIME_LIMIT and KONTOR_TASK_TIME_LIMIT set, tasks without their own limit get those numbers."""
+    who = (f"with {SOFT_VARIABLE}={OVERRIDE_SOFT:g} and {HARD_VARIABLE}={OVERRIDE_HARD:g} set for the container, "
+           "a task without its own limit")
+    symptoms = {queue: _limits(probes.overrides[queue].outcome(), OVERRIDE_SOFT, OVERRIDE_HARD, who)
+                for queue in TRANSACTIONAL}
+    message = _report("transactional ", symptoms)
+    assert not message, message
+
+
+def test_agent_queues_keep_budgets_of_their_own(probes):
+    """agent-batch keeps a generous soft limit (at least 1800 s) and agent-interactive a tight one (at most 60 s)."""
+    batch = probes.agents[BATCH].outcome()
+    interactive = probes.agents[INTERACTIVE].outcome()
+    symptoms = {}
+    if batch.error:
+        symptoms[BATCH] = f"a task without its own limit failed in an unexpected way: {batch.error}"
+    elif batch.soft_limit is not None and batch.soft_limit < BATCH_AT_LEAST:
+        symptoms[BATCH] = (f"a task without its own limit was stopped at {_seconds(batch.soft_limit)}; "
+                           f"batch agent work needs a soft limit of at least {_seconds(BATCH_AT_LEAST)}")
+    elif not batch.finished and batch.hard_limit is not None and batch.hard_limit < BATCH_AT_LEAST:
+        symptoms[BATCH] = (f"a task without its own limit was killed at {_seconds(batch.hard_limit)}; "
+                           f"batch agent work needs at least {_seconds(BATCH_AT_LEAST)}")
+    if interactive.error:
+        symptoms[INTERACTIVE] = f"a task without its own limit failed in an unexpected way: {interactive.error}"
+    elif interactive.soft_limit is None:
+        symptoms[INTERACTIVE] = (f"a task without its own limit ran {_seconds(interactive.seconds)} without "
+                                 "getting SoftTimeLimitExceeded; a person waits on this queue, so it needs a "
+                                 f"soft limit of at most {_seconds(INTERACTIVE_AT_MOST)}")
+    elif interactive.soft_limit > INTERACTIVE_AT_MOST:
+        symptoms[INTERACTIVE] = (f"a task without its own limit got SoftTimeLimitExceeded only at "
+                                 f"{_seconds(interactive.soft_limit)}; a person waits on this queue, so it needs "
+                                 f"at most {_seconds(INTERACTIVE_AT_MOST)}")
+    else:
+        symptoms[INTERACTIVE] = _timing(interactive)
+    message = _report("", symptoms)
+    assert not message, message
