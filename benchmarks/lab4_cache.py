@@ -63,7 +63,7 @@ def main() -> int:
             for name, path in trees.items():
                 figures = measure(path)
                 runs[name].append(figures)
-                print(f"round {number} {name:<8} {figures.wall_seconds:6.2f} s wall, {figures.scans:,} scans",
+                print(f"round {number} {name:<8} {figures.wall_seconds:6.2f} s wall, scans {figures.scans:,}",
                       file=sys.stderr, flush=True)
     except (BudgetlabError, BatchFailed) as exc:
         print(f"lab4_cache: {exc}", file=sys.stderr)

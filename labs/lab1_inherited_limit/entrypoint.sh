@@ -3,7 +3,7 @@
 #
 # Half of Kontor's tasks choose their own time limits in the decorator. The
 # other half choose none and are meant to get the budget in settings.py:
-# 600 s soft, 900 s hard. This week a 60-file bulk OCR job on `documents`
+# 600 s soft, 900 s hard. This week a 40-file bulk OCR job on `documents`
 # and the reminder sweep on `sweeps` were both stopped after 120 s, and
 # nobody remembers choosing that number.
 #

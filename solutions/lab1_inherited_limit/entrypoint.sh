@@ -3,7 +3,7 @@
 #
 # Half of Kontor's tasks choose their own time limits in the decorator. The
 # other half choose none and are meant to get the budget in settings.py:
-# 600 s soft, 900 s hard. This week a 60-file bulk OCR job on `documents`
+# 600 s soft, 900 s hard. This week a 40-file bulk OCR job on `documents`
 # and the reminder sweep on `sweeps` were both stopped after 120 s, and
 # nobody remembers choosing that number.
 #
@@ -34,10 +34,11 @@ celery -A kontor.celery_app worker -Q imports -n "imports@$name" $common &
 celery -A kontor.celery_app worker -Q documents -n "documents@$name" $common &
 celery -A kontor.celery_app worker -Q sweeps -n "sweeps@$name" $common &
 
-# Each agent budget is given twice, as this master's settings and as flags.
-# Celery 5.6 applies the flag; 5.7 binds the settings into every task, where
-# they beat any flag. With both, the two versions agree, and so does
-# `celery inspect stats`.
+# Each agent budget is given twice: as flags, which Celery 5.6 applies, and
+# as this master's settings, which Celery 5.7 binds into every task and lets
+# beat any flag. So both versions agree, and so does `celery inspect stats`.
+# (On 5.7 a message can also carry its producer's settings, which beat both;
+# docs/labs/lab1.md says what that means for per-queue budgets.)
 
 # agent-batch: an agent works through up to 95 documents with a model call
 # each, about nine minutes at the median latency and far more in the tail:

@@ -16,6 +16,7 @@ still costs only that step.
 import logging
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import connection
 from kontor.books.models import AgentRun, AgentStep
 from kontor.books.services import job_item_done, job_mark_completed, job_mark_failed, job_record_failure, job_start
 from kontor.celery_app import app
@@ -36,11 +37,13 @@ def run_agent(run_id: int) -> None:
         try:
             run_step(run, number, instruction)
         except SoftTimeLimitExceeded:
-            # The time limit is not this item's fault: the runtime is asking the
-            # task to leave. Listed before the generic handler, so it is never
-            # blamed on an item. Put the run in a final state that says how far
-            # it got, then re-raise, so the task ends inside the soft window
-            # instead of being killed at the hard limit.
+            # Not this step's fault: the runtime is asking the task to leave.
+            # Caught before the generic handler, so no step is blamed for it.
+            # End the run where a person can see how far it got, then
+            # re-raise, so the task ends inside the soft window, before the hard
+            # kill. The limit may have cut a query short and left the connection
+            # mid-command, so the final write starts on a fresh one.
+            connection.close()
             job_mark_failed(run, f"timed out after {run.items_done:,} of {run.items_total:,} steps")
             raise
         except Exception as exc:

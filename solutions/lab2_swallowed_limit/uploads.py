@@ -16,6 +16,7 @@ unreadable file still costs only that file.
 import logging
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import connection
 from kontor.books.models import BulkUpload, Category, Document
 from kontor.books.services import job_item_done, job_mark_completed, job_mark_failed, job_record_failure, job_start
 from kontor.celery_app import app
@@ -39,11 +40,13 @@ def process_upload(upload_id: int) -> None:
         try:
             store_file(upload, number, file, categories)
         except SoftTimeLimitExceeded:
-            # The time limit is not this item's fault: the runtime is asking the
-            # task to leave. Listed before the generic handler, so it is never
-            # blamed on an item. Put the upload in a final state that says how far
-            # it got, then re-raise, so the task ends inside the soft window
-            # instead of being killed at the hard limit.
+            # Not this file's fault: the runtime is asking the task to leave.
+            # Caught before the generic handler, so no file is blamed for it.
+            # End the upload where a person can see how far it got, then
+            # re-raise, so the task ends inside the soft window, before the hard
+            # kill. The limit may have cut a query short and left the connection
+            # mid-command, so the final write starts on a fresh one.
+            connection.close()
             job_mark_failed(upload, f"timed out after {upload.items_done:,} of {upload.items_total:,} files")
             raise
         except Exception as exc:

@@ -41,7 +41,8 @@ def apply_per_row(rows: QuerySet, func: Callable[[Model], object], *, label: str
     """Apply func to every row, count what worked and what failed, and say so in one line."""
     # In PostgreSQL one failed statement aborts the whole transaction around it. Inside the
     # caller's transaction each row therefore gets a savepoint (a nested atomic block), which
-    # rolls back that row alone. In autocommit every statement is its own transaction already.
+    # rolls back that row alone and leaves the transaction usable. In autocommit a failed
+    # statement aborts nothing else, so the row runs as it is.
     in_transaction = transaction.get_connection(rows.db).in_atomic_block
     processed = failed = 0
     for row in rows.iterator():

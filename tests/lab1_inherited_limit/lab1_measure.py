@@ -148,15 +148,35 @@ class Fleet:
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
         return Probe(self, queue, seconds, probe_id, result)
 
+    def _host(self, queue: str) -> str | None:
+        inspect = self.client.control.inspect(timeout=3.0, limit=5)
+        return next((name for name, queues in (inspect.active_queues() or {}).items()
+                     if any(q.get("name") == queue for q in queues)), None)
+
     def settings_of(self, queue: str) -> dict:
         """Return the worker's own view of its settings for the master that consumes `queue`."""
-        inspect = self.client.control.inspect(timeout=3.0)
-        host = next((name for name, queues in (inspect.active_queues() or {}).items()
-                     if any(q.get("name") == queue for q in queues)), None)
+        host = self._host(queue)
         if host is None:
             return {}
         replies = self.client.control.inspect(destination=[host], timeout=3.0, limit=1).conf() or {}
         return replies.get(host, {})
+
+    def reported_soft_limit(self, queue: str) -> float | None:
+        """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none).
+
+        A limit bound into the task (Celery 5.7 binds the settings) shows in
+        `registered`; otherwise the pool's default from `stats` applies.
+        """
+        host = self._host(queue)
+        if host is None:
+            return None
+        inspect = self.client.control.inspect(destination=[host], timeout=3.0, limit=1)
+        for entry in (inspect.registered("soft_time_limit") or {}).get(host, []):
+            found = re.match(r"lab1probe\.plain \[soft_time_limit=([\d.]+)\]", entry)
+            if found:
+                return float(found[1]) or None
+        timeouts = ((inspect.stats() or {}).get(host, {}).get("pool", {}).get("timeouts") or [0])
+        return float(timeouts[0]) or None
 
     def stop(self) -> None:
         # Nothing in a probe needs a warm shutdown: whatever is left after half a second is killed.
@@ -170,10 +190,14 @@ def start_one_after_another(fleets: list[Fleet], then) -> None:
     Starting is CPU-bound, so one fleet at a time gets the first one ready
     sooner: its probes run while the next fleet starts.
     """
-    for fleet in fleets:
+    for index, fleet in enumerate(fleets):
         fleet.start()
-        if not fleet.error:
-            then(fleet)
+        if fleet.error:
+            # The same entrypoint would fail the same way; say so at once instead of waiting again.
+            for later in fleets[index + 1:]:
+                later.error = fleet.error
+            return
+        then(fleet)
 
 
 def stop_all(fleets: list[Fleet]) -> None:

@@ -119,16 +119,19 @@ def test_agent_queues_keep_budgets_of_their_own(probes):
     elif not batch.finished and batch.hard_limit is not None and batch.hard_limit < BATCH_AT_LEAST:
         symptoms[BATCH] = (f"a task without its own limit was killed at {_seconds(batch.hard_limit)}; "
                            f"batch agent work needs at least {_seconds(BATCH_AT_LEAST)}")
+    elif probes.deployed.reported_soft_limit(BATCH) is None:
+        symptoms[BATCH] = ("a task without its own limit has no soft limit at all there (the worker reports none); "
+                           f"batch agent work needs an explicit one of at least {_seconds(BATCH_AT_LEAST)}")
     if interactive.error:
         symptoms[INTERACTIVE] = f"a task without its own limit failed in an unexpected way: {interactive.error}"
     elif interactive.soft_limit is None:
         symptoms[INTERACTIVE] = (f"a task without its own limit ran {_seconds(interactive.seconds)} without "
-                                 "getting SoftTimeLimitExceeded; a person waits on this queue, so it needs a "
-                                 f"soft limit of at most {_seconds(INTERACTIVE_AT_MOST)}")
+                                 "getting SoftTimeLimitExceeded; a person waits there, so it needs a soft limit "
+                                 f"of at most {_seconds(INTERACTIVE_AT_MOST)}")
     elif interactive.soft_limit > INTERACTIVE_AT_MOST:
         symptoms[INTERACTIVE] = (f"a task without its own limit got SoftTimeLimitExceeded only at "
-                                 f"{_seconds(interactive.soft_limit)}; a person waits on this queue, so it needs "
-                                 f"at most {_seconds(INTERACTIVE_AT_MOST)}")
+                                 f"{_seconds(interactive.soft_limit)}; a person waits there, so it needs at most "
+                                 f"{_seconds(INTERACTIVE_AT_MOST)}")
     else:
         symptoms[INTERACTIVE] = _timing(interactive)
     message = _report("", symptoms)

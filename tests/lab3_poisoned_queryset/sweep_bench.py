@@ -277,7 +277,7 @@ class Bench:
             return Run(task, result.state, f"no result within {timeout:g} s wall", self.records_of(result.id))
         error = "" if result.state == "SUCCESS" else type(result.result).__name__
         # The worker writes its "succeeded"/"raised" line just after storing the result.
-        ended = re.compile(rf"\[{result.id}\] (succeeded|raised)")
+        ended = re.compile(rf"\[{result.id}\] (succeeded|raised)|Hard time limit .* exceeded for \S+\[{result.id}\]")
         wait_until(lambda: ended.search(self.worker.text()), 5.0)
         return Run(task, result.state, error, self.records_of(result.id))
 
@@ -288,9 +288,15 @@ class Bench:
         if start is None:
             return []
         for end in range(start + 1, len(records)):
-            if f"[{task_id}] succeeded" in records[end].message or f"[{task_id}] raised" in records[end].message:
+            if _ends(records[end], task_id):
                 return records[start:end + 1]
         return records[start:]
+
+
+def _ends(record: Record, task_id: str) -> bool:
+    """Whether a record is the last one a task's run writes: its outcome, or the hard limit's kill."""
+    return any(f"[{task_id}]{tail}" in record.message for tail in (" succeeded", " raised")) or (
+        record.message.startswith("Hard time limit") and record.message.endswith(f"[{task_id}]"))
 
 
 @dataclass

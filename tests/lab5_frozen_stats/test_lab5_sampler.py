@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import numbers
 import re
 import uuid
 
@@ -61,7 +62,7 @@ def bursty_counts(scans) -> list[int]:
 
 
 def rates_text(values) -> str:
-    return ", ".join(f"{value:.0f}" for value in values)
+    return ", ".join(f"{value:.0f}" if isinstance(value, numbers.Real) else repr(value) for value in values)
 
 
 @contextlib.contextmanager
@@ -73,6 +74,17 @@ def leaves_atomic(what: str):
         first = (str(error).strip().splitlines() or [""])[0]
         raise AssertionError(f"the caller's {what} failed to end after the sampler ran inside it: "
                              f"{type(error).__name__}: {first}") from None
+
+
+def assert_rates(rates, counts: list[int], where: str) -> None:
+    expected = [count / WINDOW for count in counts]
+    got = list(rates) if isinstance(rates, (list, tuple)) else rates
+    assert isinstance(got, list) and len(got) == len(expected), (
+        f"scan_rates was asked for {len(expected)} windows {where} and returned {got!r}")
+    close = all(isinstance(rate, numbers.Real) and abs(rate - want) <= 0.02 * want + 1 / WINDOW
+                for rate, want in zip(got, expected))
+    assert close, (f"the load ran {rates_text(expected)} scans/s in its {len(expected)} windows {where}; "
+                   f"scan_rates reported {rates_text(got)}")
 
 
 @pytest.mark.external
@@ -153,7 +165,7 @@ def test_window_rates_follow_a_bursty_load(sampler, probe, load, scans):
     timeline = Timeline(load, counts)
     rates = call("scan_rates", sampler.scan_rates, probe, WINDOW, len(counts), wait=timeline.wait,
                  clock=timeline.clock)
-    _assert_rates(rates, counts, "with no transaction open")
+    assert_rates(rates, counts, "with no transaction open")
 
 
 @pytest.mark.external
@@ -165,17 +177,7 @@ def test_window_rates_inside_a_transaction_follow_a_bursty_load(sampler, probe, 
         with transaction.atomic():
             rates = call("scan_rates", sampler.scan_rates, probe, WINDOW, len(counts), wait=timeline.wait,
                          clock=timeline.clock)
-    _assert_rates(rates, counts, "inside the caller's transaction")
-
-
-def _assert_rates(rates, counts: list[int], where: str) -> None:
-    expected = [count / WINDOW for count in counts]
-    got = list(rates) if isinstance(rates, (list, tuple)) else rates
-    assert isinstance(got, list) and len(got) == len(expected), (
-        f"scan_rates was asked for {len(expected)} windows {where} and returned {got!r}")
-    close = all(abs(rate - want) <= 0.02 * want + 1 / WINDOW for rate, want in zip(got, expected))
-    assert close, (f"the load ran {rates_text(expected)} scans/s in its {len(expected)} windows {where}; "
-                   f"scan_rates reported {rates_text(got)}")
+    assert_rates(rates, counts, "inside the caller's transaction")
 
 
 @pytest.mark.external

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,9 +82,10 @@ def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, t
     with psycopg.connect(database_url, autocommit=True) as sampler:
         scans_before, read_before = _table_counters(sampler)
         proc = subprocess.Popen([sys.executable, "-m", __name__, str(documents), str(transactions)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
         lines: list[dict] = []
-        reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
+        other: deque[str] = deque(maxlen=20)
+        reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines, other), daemon=True)
         reader.start()
         try:
             while reader.is_alive():
@@ -95,25 +97,30 @@ def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, t
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        errors = proc.stderr.read()
-        proc.stderr.close()
         scans_after, read_after = _table_counters(sampler)
     result = next((line for line in reversed(lines) if "result" in line or "error" in line), None)
     if result is None or "error" in result:
-        last = result["error"] if result else (errors.strip().splitlines() or ["it printed nothing"])[-1]
+        last = result["error"] if result else (other[-1] if other else "it printed nothing")
         raise BatchFailed(last)
     figures = result["result"]
     on_progress(figures["rows"], scans_after - scans_before)
     return BatchFigures(**figures, scans=scans_after - scans_before, rows_read=read_after - read_before)
 
 
-def _read_lines(stream, into: list[dict]) -> None:
+def _read_lines(stream, into: list[dict], other: deque) -> None:
+    """Collect the batch process's JSON lines; keep its last other lines (a traceback) for the error message."""
     for line in stream:
-        if line.startswith("{"):
-            try:
-                into.append(json.loads(line))
-            except ValueError:
-                pass
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            into.append(value)
+        else:
+            other.append(text)
     stream.close()
 
 
@@ -129,7 +136,7 @@ def play(target_dir: Path, console) -> int:
     url = database.scratch_database("run4")
     try:
         with Progress(TextColumn("  batch"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("[cyan]{task.fields[scans]:>7,} category-table scans so far"),
+                      TextColumn("[cyan]category-table scans: {task.fields[scans]:,}"),
                       console=console, transient=False) as progress:
             bar = progress.add_task("batch", total=DOCUMENTS + TRANSACTIONS, scans=0)
             figures = run_batch(target_dir, url,
@@ -151,13 +158,14 @@ def _show(f: BatchFigures, console) -> None:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("batch", f"{f.rows:,} rows in {f.wall_seconds:.2f} s wall")
-    table.add_row("category table", f"{f.scans:,} scans, {f.rows_read:,} rows read "
-                  "[dim](PostgreSQL's counters, sampled in autocommit)[/]")
+    table.add_row("category table", f"{f.scans:,} {'scan' if f.scans == 1 else 'scans'}, {f.rows_read:,} rows read "
+                  "[dim](pg_stat, autocommit)[/]")
     table.add_row("queries", f"{f.queries:,}, {f.category_queries:,} of them on the category table")
     table.add_row("lookups", f"{f.lookup_calls:,} calls, {f.lookup_seconds:.2f} s "
                   f"= {f.lookup_seconds / f.wall_seconds:.0%} of the batch")
     table.add_row("per row", f"{f.scans_per_row:.4g} scans, {f.queries_per_row:.4g} queries, "
-                  f"{f.lookup_seconds / f.rows * 1000:.3f} ms in lookups (one call: {per_call:.3f} ms)")
+                  f"{f.lookup_seconds / f.rows * 1000:.3f} ms in lookups")
+    table.add_row("per lookup", f"{per_call:.3f} ms")
     console.print(table)
     if f.import_queries:
         console.print(f"[yellow]Importing the lab's modules queried the category table {f.import_queries} time(s)[/] "

@@ -42,16 +42,14 @@ def play(target_dir: Path, console: Console) -> int:
     url = database.scratch_database("run5")
     try:
         sampler = _import_sampler(target_dir, url)
-        console.print(f"[bold]Lab 5[/]: a bursty load on [cyan]{TABLE}[/] in a scratch copy of the database; "
-                      f"your sampler from {target_dir.name}/lab5_frozen_stats/sampler.py\n")
+        console.print(f"[bold]Lab 5[/] · a bursty load on {TABLE} in a scratch database\n"
+                      f"your sampler: {target_dir.name}/lab5_frozen_stats/sampler.py\n")
         delta_ok = _one_delta(sampler, url, console)
         rates_ok = _window_rates(sampler, url, console)
         if delta_ok and rates_ok:
-            console.print("[bold green]Your sampler agrees with PostgreSQL.[/] "
-                          "Now 'budgetlab check 5' (the docstring counts too).")
+            console.print("[bold green]Your sampler agrees with PostgreSQL.[/] Next: budgetlab check 5")
         else:
-            console.print("[bold red]Your sampler's figures are not what PostgreSQL counted.[/] "
-                          "Edit labs/lab5_frozen_stats/sampler.py and run this again.")
+            console.print("[bold red]Your sampler's figures are not what PostgreSQL counted.[/]")
         return 0
     finally:
         _close_django()
@@ -148,6 +146,9 @@ class Load:
             return sum(self.counts.values())
 
     def finish(self, timeout: float = 15.0) -> None:
+        """Let the schedule run out (or, after an interrupt, stop at once) and wait for every thread."""
+        if sys.exc_info()[0] is not None:
+            self.stop.set()
         for thread in self.threads:
             thread.join(timeout)
         self.stop.set()
@@ -170,10 +171,11 @@ def _close_enough(got: float, want: float) -> bool:
 
 def _one_delta(sampler, url: str, console: Console) -> bool:
     """Part 1: scan_delta around one second of burst, called inside transaction.atomic()."""
-    from django.db import transaction
+    from django.db import DatabaseError, transaction
+    from django.db.transaction import TransactionManagementError
 
-    console.print(f"[bold]1. One delta.[/] scan_delta({TABLE!r}, workload) inside transaction.atomic(), "
-                  f"around {DELTA_SECONDS:.0f} s of about {DELTA_RATE} scans/s")
+    console.print(f"[bold]1. One delta[/]: scan_delta inside transaction.atomic(), "
+                  f"around {DELTA_SECONDS:.0f} s of ~{DELTA_RATE} scans/s")
     loads: list[Load] = []
 
     def workload() -> None:
@@ -181,9 +183,25 @@ def _one_delta(sampler, url: str, console: Console) -> bool:
         loads.append(load)
         load.begin().finish()
 
+    from django.db import connection
+
+    def transaction_id() -> str | None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_current_xact_id_if_assigned()::text")
+            return cursor.fetchone()[0]
+
     before = _counter(url)
-    with transaction.atomic():
-        counted, error = _call(sampler.scan_delta, TABLE, workload)
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:  # a caller with a transaction id, as one that wrote would have
+                cursor.execute("SELECT pg_current_xact_id()")
+            caller = transaction_id()
+            counted, error = _call(sampler.scan_delta, TABLE, workload)
+            if error is None and transaction_id() != caller:
+                error = "ended the caller's transaction"
+    except (DatabaseError, TransactionManagementError) as exc:
+        counted, error = None, error or f"broke the caller's transaction: {type(exc).__name__}"
+        connection.close()
     truth = _counter(url) - before
     ran = sum(load.total() for load in loads)
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -232,8 +250,8 @@ class _Windows:
 def _window_rates(sampler, url: str, console: Console) -> bool:
     """Part 2: scan_rates over the burst and the quiet phase, one window per second."""
     count = sum(windows for _, windows, _ in PHASES)
-    console.print(f"[bold]2. Rates per window.[/] scan_rates({TABLE!r}, {WINDOW:g}, {count}) while the load runs "
-                  f"about {PHASES[0][0]} scans/s for {PHASES[0][1]:.0f} s, then about {PHASES[1][0]}/s")
+    console.print(f"[bold]2. Rates[/]: scan_rates over {count} windows of {WINDOW:g} s; "
+                  f"~{PHASES[0][0]} scans/s for {PHASES[0][1] * WINDOW:g} s, then ~{PHASES[1][0]}/s")
     shown = _Windows(count)
     start = time.monotonic() + 0.3
     load = Load(url, start, PHASES, WINDOW)
@@ -242,7 +260,7 @@ def _window_rates(sampler, url: str, console: Console) -> bool:
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as stats:
-            time.sleep(max(0.0, start - 0.05 - time.monotonic()))
+            time.sleep(max(0.0, start - 0.02 - time.monotonic()))
             previous = stats.execute(COUNTER, [TABLE]).fetchone()[0]
             for number in range(count):
                 time.sleep(max(0.0, start + (number + 1) * WINDOW - time.monotonic()))
@@ -263,7 +281,8 @@ def _window_rates(sampler, url: str, console: Console) -> bool:
     with Live(console=console, get_renderable=shown.render, refresh_per_second=8, transient=False):
         load.begin()
         watcher.start()
-        time.sleep(max(0.0, start - 0.05 - time.monotonic()))
+        # The learner's first sample lands just before the load starts, like the one above.
+        time.sleep(max(0.0, start - 0.03 - time.monotonic()))
         try:
             shown.yours, shown.error = _call(sampler.scan_rates, TABLE, WINDOW, count, wait=wait, clock=time.monotonic)
         finally:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 # Someone is waiting for the answer: after five minutes of model calls the
 # run should stop and say how far it got. One more minute to wind down.
 @app.task(name="kontor.agents.run_agent", soft_time_limit=300, time_limit=360)
-@ends_failed_when_out_of_time(AgentRun, \"steps\")
+@ends_failed_when_out_of_time(AgentRun, "steps")
 def run_agent(run_id: int) -> None:
     """Work through every step of an agent run."""
     run = AgentRun.objects.get(pk=run_id)

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 # model; a larger file should be split, and the job has to say so. The five
 # minutes up to the hard limit are for ending the job properly.
 @app.task(name="kontor.imports.import_csv", soft_time_limit=600, time_limit=900)
-@ends_failed_when_out_of_time(ImportJob, \"rows\")
+@ends_failed_when_out_of_time(ImportJob, "rows")
 def import_csv(job_id: int) -> None:
     """Import every row of an uploaded CSV file into the company's transactions."""
     job = ImportJob.objects.get(pk=job_id)

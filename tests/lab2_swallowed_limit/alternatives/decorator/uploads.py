@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 # ten minutes covers a typical full upload, a batch of slow calls does not fit
 # and must end failed. The hard limit leaves five minutes to wind down.
 @app.task(name="kontor.uploads.process_upload", soft_time_limit=600, time_limit=900)
-@ends_failed_when_out_of_time(BulkUpload, \"files\")
+@ends_failed_when_out_of_time(BulkUpload, "files")
 def process_upload(upload_id: int) -> None:
     """Read, categorise and store every file of a bulk upload."""
     upload = BulkUpload.objects.get(pk=upload_id)

@@ -7,11 +7,11 @@ first.
 
 Retracted: the split above was never measured. Both of its samples were
 read in one transaction, and since PostgreSQL 15 (stats_fetch_consistency =
-cache) the first read of the statistics freezes them until the transaction
-ends, so the second read repeated the first and the delta meant nothing.
-Sampled again in autocommit, the category table saw about 990 scans per
-second in one window and under 40 five minutes later: the load comes in
-bursts, and how it splits between requests and batches is still unknown.
+cache) the first read of the statistics holds them until the transaction
+ends, so the second read repeated the first and every delta was zero.
+Re-sampled in autocommit, the category table took roughly 990 scans a
+second in one window and fewer than 40 in a window five minutes on: the
+load comes in bursts, and its split between requests and batches is unknown.
 
 Lab 5: `budgetlab run 5` drives a known load against a table and puts this
 module's figures next to what PostgreSQL really counted. Make every figure
