@@ -16,7 +16,6 @@ still costs only that step.
 import logging
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import connection
 from kontor.books.models import AgentRun, AgentStep
 from kontor.books.services import job_item_done, job_mark_completed, job_mark_failed, job_record_failure, job_start
 from kontor.celery_app import app
@@ -41,9 +40,7 @@ def run_agent(run_id: int) -> None:
             # Caught before the generic handler, so no step is blamed for it.
             # End the run where a person can see how far it got, then
             # re-raise, so the task ends inside the soft window, before the hard
-            # kill. The limit may have cut a query short and left the connection
-            # mid-command, so the final write starts on a fresh one.
-            connection.close()
+            # kill.
             job_mark_failed(run, f"timed out after {run.items_done:,} of {run.items_total:,} steps")
             raise
         except Exception as exc:

@@ -21,7 +21,6 @@ import logging
 from decimal import Decimal, InvalidOperation
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import connection
 from kontor.books.models import Category, Currency, ImportJob, Transaction
 from kontor.books.services import job_item_done, job_mark_completed, job_mark_failed, job_record_failure, job_start
 from kontor.celery_app import app
@@ -50,9 +49,7 @@ def import_csv(job_id: int) -> None:
             # Caught before the generic handler, so no row is blamed for it.
             # End the job where a person can see how far it got, then
             # re-raise, so the task ends inside the soft window, before the hard
-            # kill. The limit may have cut a query short and left the connection
-            # mid-command, so the final write starts on a fresh one.
-            connection.close()
+            # kill.
             job_mark_failed(job, f"timed out after {job.items_done:,} of {job.items_total:,} rows")
             raise
         except Exception as exc:

@@ -16,7 +16,6 @@ unreadable file still costs only that file.
 import logging
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import connection
 from kontor.books.models import BulkUpload, Category, Document
 from kontor.books.services import job_item_done, job_mark_completed, job_mark_failed, job_record_failure, job_start
 from kontor.celery_app import app
@@ -44,9 +43,7 @@ def process_upload(upload_id: int) -> None:
             # Caught before the generic handler, so no file is blamed for it.
             # End the upload where a person can see how far it got, then
             # re-raise, so the task ends inside the soft window, before the hard
-            # kill. The limit may have cut a query short and left the connection
-            # mid-command, so the final write starts on a fresh one.
-            connection.close()
+            # kill.
             job_mark_failed(upload, f"timed out after {upload.items_done:,} of {upload.items_total:,} files")
             raise
         except Exception as exc:

@@ -92,8 +92,12 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
     logs.mkdir(exist_ok=True)
     report = Path(tempfile.mkstemp(prefix="check-", suffix=".jsonl", dir=logs)[1])
     argv = [sys.executable, "-m", "pytest", str(lab.tests_dir()), "-p", "budgetlab.grading",
-            "-p", "no:cacheprovider", "--target", str(target_dir(target)), "-q", "--no-header",
-            "--rootdir", str(labs_root())]
+            "-p", "no:cacheprovider", f"--target={target_dir(target)}", "-q", "--no-header",
+            f"--rootdir={labs_root()}"]
+    # One word per option, so pytest never mistakes a target folder for a test path.
+    config = labs_root() / "pyproject.toml"
+    if config.exists():
+        argv.append(f"--config-file={config}")
     if fail_fast:
         argv.append("-x")
     env = dict(os.environ, BUDGETLAB_REPORT_FILE=str(report), BUDGETLAB_GRADING="1")

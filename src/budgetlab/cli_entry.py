@@ -1,6 +1,25 @@
-"""`python -m budgetlab.cli_entry` runs the CLI, for scripts that must use this very interpreter."""
+"""The console entry point: a Ctrl-C while the CLI is still importing exits quietly with 130.
 
-from budgetlab.cli import main
+`python -m budgetlab.cli_entry` runs the CLI too, for scripts that must use this very interpreter.
+"""
+
+import signal
+import sys
+
+
+def _quiet_exit(_signum, _frame):
+    sys.stderr.write("interrupted\n")
+    sys.exit(130)
+
+
+def run() -> None:
+    signal.signal(signal.SIGINT, _quiet_exit)
+    from budgetlab.cli import main
+
+    # From here on Ctrl-C raises KeyboardInterrupt, so every command's clean-up runs.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    main()
+
 
 if __name__ == "__main__":
-    main()
+    run()

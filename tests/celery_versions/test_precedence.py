@@ -145,4 +145,5 @@ def test_the_lab1_solution_passes_on_celery_57():
     result = subprocess.run([str(PYTHON_57), "-m", "budgetlab.cli_entry", "check", "1", "--target", "solutions"],
                             capture_output=True, text=True, timeout=300, cwd=repo_root())
     lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert result.returncode == 0, f"check 1 on Celery {VERSION_57} exited {result.returncode}: " + " | ".join(lines[-6:])
+    assert result.returncode == 0, \
+        f"check 1 on Celery {VERSION_57} exited {result.returncode}: " + " | ".join(lines[-6:])

@@ -15,10 +15,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from lab1_measure import (
+    BATCH,
+    HARD_VARIABLE,
+    INTERACTIVE,
+    OVERRIDE_HARD,
+    OVERRIDE_SOFT,
+    QUEUES,
+    SOFT_VARIABLE,
+    TRANSACTIONAL,
+    Fleet,
+    Probe,
+    scratch_database,
+    start_one_after_another,
+    stop_all,
+)
 
 from budgetlab import database
-from lab1_measure import (BATCH, HARD_VARIABLE, INTERACTIVE, OVERRIDE_HARD, OVERRIDE_SOFT, QUEUES, SOFT_VARIABLE,
-                          TRANSACTIONAL, Fleet, Probe, scratch_database, start_one_after_another, stop_all)
 
 
 @dataclass

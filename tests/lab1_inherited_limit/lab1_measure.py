@@ -43,6 +43,8 @@ OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
 # (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
 FACTOR = clock.factor() * 0.4
 PROBES_DIR = Path(__file__).resolve().parent
+# Masters of one script become ready within seconds of each other; this long without another means no more come.
+QUIET_SECONDS = 30.0
 
 SOFT_LINE = re.compile(r"Soft time limit \((?P<limit>[\d.]+)s\) exceeded for \S+\[(?P<id>[\w-]+)\]")
 
@@ -80,10 +82,16 @@ class _Tree(WorkerTree):
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
+        ready, last_change = 0, time.monotonic()
         while time.monotonic() < deadline and self.proc.poll() is None:
             self._remember_tree()
-            if len(self.ready_hostnames()) >= self.expect_ready:
+            now_ready = len(self.ready_hostnames())
+            if now_ready >= self.expect_ready:
                 return
+            if now_ready != ready:
+                ready, last_change = now_ready, time.monotonic()
+            elif ready and time.monotonic() - last_change > QUIET_SECONDS:
+                break  # some masters are up and no other one follows: the script started fewer
             time.sleep(0.1)
         super().wait_ready(0)
 
@@ -136,14 +144,19 @@ class Fleet:
             self.tree.start(timeout=90)
         except BudgetlabError as exc:
             ready = sorted(host.split("@")[0] for host in self.tree.ready_hostnames())
-            self.error = (f"entrypoint.sh did not start five Celery masters ({len(ready)} ready: "
-                          f"{', '.join(ready) or 'none'}); {str(exc).removeprefix('the worker did not start: ')}")
+            missing = [queue for queue in QUEUES if queue not in ready]
+            if ready and missing:
+                reason = f"no master for {', '.join(missing)} became ready (log: {self.tree.log})"
+            else:
+                reason = str(exc).removeprefix("the worker did not start: ")
+            self.error = (f"entrypoint.sh did not start one Celery master per queue ({len(ready)} of "
+                          f"{len(QUEUES)} ready: {', '.join(ready) or 'none'}); {reason}")
 
     def require(self) -> None:
         if self.error:
             raise CouldNotGrade(self.error)
 
-    def send(self, queue: str, kind: str, seconds: float) -> "Probe":
+    def send(self, queue: str, kind: str, seconds: float) -> Probe:
         probe_id = uuid.uuid4().hex
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
         return Probe(self, queue, seconds, probe_id, result)
@@ -264,7 +277,7 @@ class Probe:
         if isinstance(done, str):
             done = datetime.datetime.fromisoformat(done)
         if done.tzinfo is None:
-            done = done.replace(tzinfo=datetime.timezone.utc)
+            done = done.replace(tzinfo=datetime.UTC)
         return (done.timestamp() - float(started)) / FACTOR
 
 

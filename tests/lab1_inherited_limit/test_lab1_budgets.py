@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-from lab1_measure import (BATCH, DECORATED_HARD, DECORATED_SOFT, HARD_VARIABLE, INTERACTIVE, OVERRIDE_HARD,
-                          OVERRIDE_SOFT, QUEUES, SOFT_VARIABLE, TRANSACTIONAL, Fleet, Outcome, lateness_allowed)
+from lab1_measure import (
+    BATCH,
+    DECORATED_HARD,
+    DECORATED_SOFT,
+    HARD_VARIABLE,
+    INTERACTIVE,
+    OVERRIDE_HARD,
+    OVERRIDE_SOFT,
+    QUEUES,
+    SOFT_VARIABLE,
+    TRANSACTIONAL,
+    Fleet,
+    Outcome,
+    lateness_allowed,
+)
 
 DEFAULT_SOFT, DEFAULT_HARD = 600.0, 900.0
 BATCH_AT_LEAST, INTERACTIVE_AT_MOST = 1800.0, 60.0
@@ -39,11 +52,13 @@ def _settings_say(fleet: Fleet, queue: str) -> str:
 def _timing(outcome: Outcome) -> str | None:
     """Say so when a limit's value was right but it did not hold in time."""
     if outcome.soft_limit is not None and outcome.soft_at is not None:
-        if not outcome.soft_limit - EARLY <= outcome.soft_at <= outcome.soft_limit + lateness_allowed(outcome.soft_limit):
+        limit = outcome.soft_limit
+        if not limit - EARLY <= outcome.soft_at <= limit + lateness_allowed(limit):
             return (f"SoftTimeLimitExceeded for a {_seconds(outcome.soft_limit)} limit reached the task "
                     f"{_seconds(outcome.soft_at)} in (is the machine very busy?)")
     if outcome.hard_limit is not None and outcome.killed_at is not None:
-        if not outcome.hard_limit - EARLY <= outcome.killed_at <= outcome.hard_limit + lateness_allowed(outcome.hard_limit):
+        limit = outcome.hard_limit
+        if not limit - EARLY <= outcome.killed_at <= limit + lateness_allowed(limit):
             return (f"the kill for a {_seconds(outcome.hard_limit)} hard limit came {_seconds(outcome.killed_at)} "
                     "in (is the machine very busy?)")
     return None
@@ -69,6 +84,7 @@ def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | None:
 
 def test_transactional_queues_get_the_settings_budget(probes):
     """On imports, documents and sweeps, a task without its own limit gets 600 s soft and 900 s hard."""
+    probes.deployed.require()
     symptoms = {}
     for queue in TRANSACTIONAL:
         within = probes.within_budget[queue].outcome()
@@ -88,6 +104,7 @@ def test_transactional_queues_get_the_settings_budget(probes):
 
 def test_decorator_limits_win_on_every_queue(probes):
     """On every queue, a task's own decorator limits win over whatever the worker or the settings say."""
+    probes.deployed.require()
     who = (f"a task whose decorator asks for {_seconds(DECORATED_SOFT)} soft and "
            f"{_seconds(DECORATED_HARD)} hard")
     symptoms = {queue: _limits(probes.decorated[queue].outcome(), DECORATED_SOFT, DECORATED_HARD, who)
@@ -97,7 +114,8 @@ def test_decorator_limits_win_on_every_queue(probes):
 
 
 def test_environment_overrides_reach_the_workers(probes):
-    """With KONTOR_TASK_SOFT_TIME_LIMIT and KONTOR_TASK_TIME_LIMIT set, tasks without their own limit get those numbers."""
+    """With KONTOR_TASK_SOFT_TIME_LIMIT and KONTOR_TASK_TIME_LIMIT set, tasks without limits get those numbers."""
+    probes.overridden.require()
     who = (f"with {SOFT_VARIABLE}={OVERRIDE_SOFT:g} and {HARD_VARIABLE}={OVERRIDE_HARD:g} set for the container, "
            "a task without its own limit")
     symptoms = {queue: _limits(probes.overrides[queue].outcome(), OVERRIDE_SOFT, OVERRIDE_HARD, who)
@@ -108,6 +126,7 @@ def test_environment_overrides_reach_the_workers(probes):
 
 def test_agent_queues_keep_budgets_of_their_own(probes):
     """agent-batch keeps a generous soft limit (at least 1800 s) and agent-interactive a tight one (at most 60 s)."""
+    probes.deployed.require()
     batch = probes.agents[BATCH].outcome()
     interactive = probes.agents[INTERACTIVE].outcome()
     symptoms = {}

@@ -75,7 +75,10 @@ def _settings_budgets_without_reason(path: Path) -> list[str]:
             comments[token.start[0]] = token.string
     problems = []
     for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        else:
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else []
         for target in targets:
             if isinstance(target, ast.Name) and target.id in SETTING_NAMES:
                 nearby = _comments_above(lines, node.lineno - 1) + [

@@ -38,7 +38,7 @@ class Kind:
         return sorted(AgentStep.objects.filter(run=job).values_list("index", flat=True))
 
 
-IMPORT = Kind("CSV import", "kontor.imports.import_csv", ImportJob, "rows", "row", 600, 900)
+IMPORT = Kind("import job", "kontor.imports.import_csv", ImportJob, "rows", "row", 600, 900)
 UPLOAD = Kind("bulk upload", "kontor.uploads.process_upload", BulkUpload, "files", "file", 600, 900)
 AGENT = Kind("agent run", "kontor.agents.run_agent", AgentRun, "steps", "step", 300, 360)
 KINDS = (IMPORT, UPLOAD, AGENT)

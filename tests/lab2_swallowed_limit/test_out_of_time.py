@@ -16,15 +16,15 @@ def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
         ending, unit = workday.endings[spec], spec.kind.unit
         written = len(ending.written)
         if not ending.final:
-            problems.append(f"the {ending.name} is still '{ending.status}' after its {spec.kind.hard} s hard limit, "
+            problems.append(f"{ending.name} is still '{ending.status}' after its {spec.kind.hard} s hard limit, "
                             f"with {written:,} of {ending.items_total:,} {unit} written")
         elif ending.status != spec.kind.model.FAILED:
-            problems.append(f"the {ending.name} ran out of time but says '{ending.status}': '{ending.message}'")
+            problems.append(f"{ending.name} ran out of time but says '{ending.status}': '{ending.message}'")
         elif (counts := counts_in(ending.message)) is None:
-            problems.append(f"the {ending.name} ended failed with '{ending.message}', which does not say "
+            problems.append(f"{ending.name} ended failed with '{ending.message}', which does not say "
                             f"how many of its {ending.items_total:,} {unit} made it in")
         elif counts != (written, ending.items_total):
-            problems.append(f"the {ending.name} says '{ending.message}', but {written:,} of "
+            problems.append(f"{ending.name} says '{ending.message}', but {written:,} of "
                             f"{ending.items_total:,} {unit} were written")
     stuck = sum(1 for spec in OVERSIZED if not workday.endings[spec].final)
     summary = f" ({len(OVERSIZED) - stuck} of {len(OVERSIZED)} jobs reached a final state)" if stuck else ""
@@ -37,14 +37,14 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
     for spec in OVERSIZED:
         ending, hard = workday.endings[spec], spec.kind.hard
         if ending.state == "SUCCESS":
-            problems.append(f"the {ending.name}'s task reported SUCCESS although the job ran out of time")
+            problems.append(f"{ending.name}'s task reported SUCCESS although the job ran out of time")
         elif ending.exception == "TimeLimitExceeded":
-            problems.append(f"the {ending.name}'s task was killed at its {hard} s hard limit ({ending.result_text})")
+            problems.append(f"{ending.name}'s task was killed at its {hard} s hard limit ({ending.result_text})")
         elif ending.state != "FAILURE":
-            problems.append(f"the {ending.name}'s task had not ended well after its {hard} s hard limit "
+            problems.append(f"{ending.name}'s task had not ended well after its {hard} s hard limit "
                             f"(state {ending.state})")
         elif ending.exception != "SoftTimeLimitExceeded":
-            problems.append(f"the {ending.name}'s task failed with {ending.result_text}, not with its soft limit")
+            problems.append(f"{ending.name}'s task failed with {ending.result_text}, not with its soft limit")
     if workday.killed:
         problems.append(f"the worker SIGKILLed {len(workday.killed)} of its children at a hard limit")
     assert not problems, "; ".join(problems)
@@ -84,5 +84,5 @@ def test_the_model_helper_lets_the_time_limit_through(workday, monkeypatch):
             detail = f"{len(after)} {kind.unit} written from {kind.item} {cut} on"
         if went_on:
             problems.append(f"{kind.item} {cut}'s model call was still running when the soft limit fired, "
-                            f"yet the {ending.name} went on: {detail}")
+                            f"yet {ending.name} went on: {detail}")
     assert not problems, "; ".join(problems)

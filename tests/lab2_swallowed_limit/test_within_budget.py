@@ -7,9 +7,9 @@ from lab2_grading import FITTING, WITH_BAD_ITEMS
 
 def _not_completed(ending) -> str:
     if not ending.final:
-        return (f"the {ending.name} is still '{ending.status}' after its {ending.kind.hard} s hard limit, "
+        return (f"{ending.name} is still '{ending.status}' after its {ending.kind.hard} s hard limit, "
                 f"with {len(ending.written)} of {ending.items_total} {ending.kind.unit} written")
-    return f"the {ending.name} ended '{ending.status}': '{ending.message}'"
+    return f"{ending.name} ended '{ending.status}': '{ending.message}'"
 
 
 def test_bad_items_are_recorded_and_the_job_goes_on(workday):
@@ -21,13 +21,13 @@ def test_bad_items_are_recorded_and_the_job_goes_on(workday):
         if ending.status != spec.kind.model.COMPLETED:
             problems.append(_not_completed(ending))
         elif ending.failed_items() != bad:
-            problems.append(f"the {ending.name} lists failures for {unit} {ending.failed_items()}, "
+            problems.append(f"{ending.name} lists failures for {unit} {ending.failed_items()}, "
                             f"but the broken ones are {bad}")
         elif len(ending.written) != good:
-            problems.append(f"the {ending.name} wrote {len(ending.written)} of {ending.items_total} {unit}; "
+            problems.append(f"{ending.name} wrote {len(ending.written)} of {ending.items_total} {unit}; "
                             f"{good} are good")
         elif ending.state != "SUCCESS":
-            problems.append(f"the {ending.name} completed, but its task ended {ending.state} ({ending.result_text})")
+            problems.append(f"{ending.name} completed, but its task ended {ending.state} ({ending.result_text})")
     assert not problems, "; ".join(problems)
 
 
@@ -39,8 +39,8 @@ def test_a_job_that_fits_its_budget_completes_with_exact_counts(workday):
         if ending.status != spec.kind.model.COMPLETED:
             problems.append(_not_completed(ending))
         elif len(ending.written) != ending.items_total or ending.failures:
-            problems.append(f"the {ending.name} completed with {len(ending.written)} of {ending.items_total} "
+            problems.append(f"{ending.name} completed with {len(ending.written)} of {ending.items_total} "
                             f"{unit} written and {len(ending.failures)} failed")
         elif ending.state != "SUCCESS":
-            problems.append(f"the {ending.name} completed, but its task ended {ending.state} ({ending.result_text})")
+            problems.append(f"{ending.name} completed, but its task ended {ending.state} ({ending.result_text})")
     assert not problems, "; ".join(problems)

@@ -39,7 +39,7 @@ def test_budget_notebook_runs_and_supports_its_conclusion():
     plots = [output for output in outputs if "image/png" in output.get("data", {})]
     assert len(plots) == 3, f"expected the tail, the P(fit) chart and the uploads, found {len(plots)} plots"
     assert re.search(r"median\s+about 5\.5 s\s+5\.[45] s", text), f"the model's median is off:\n{text}"
-    one_twenty, six_hundred, nine_hundred, _ = zip(*(_fits(text, n) for n in (20, 60, 95)))
+    one_twenty, six_hundred, nine_hundred, _ = zip(*(_fits(text, n) for n in (20, 60, 95)), strict=True)
     assert one_twenty[0] < 0.3, "most 20-file batches fit 120 s, which the conclusion denies"
     assert six_hundred[1] > 0.95 and six_hundred[2] < 0.1, "600 s does not fit 60 files yet fail 95"
     assert nine_hundred[2] > 0.9, "900 s does not cover 95 files nearly always"

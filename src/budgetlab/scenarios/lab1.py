@@ -217,13 +217,13 @@ def _run_jobs(app, tasks, tree: WorkerTree, console: Console) -> list[Job]:
                   TextColumn("{task.fields[state]}"), console=console) as progress:
         bars = [progress.add_task(job.task, total=job.total, unit=job.unit, elapsed=0.0, state="") for job in jobs]
         while time.monotonic() < deadline and any(job.finished_wall is None for job in jobs):
-            for job, bar in zip(jobs, bars):
+            for job, bar in zip(jobs, bars, strict=True):
                 if job.finished_wall is None and job.result.ready():
                     job.finished_wall = time.monotonic()
                 job.done = job.count()
                 progress.update(bar, completed=job.done, elapsed=job.elapsed, state=_state(job))
             time.sleep(0.1)
-        for job, bar in zip(jobs, bars):
+        for job, bar in zip(jobs, bars, strict=True):
             job.soft_limit, job.ran = _from_log(tree, job.result.id)
             job.done = job.count()
             progress.update(bar, completed=job.done, elapsed=job.elapsed, state=_state(job))

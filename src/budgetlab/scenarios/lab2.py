@@ -143,8 +143,9 @@ def _read_budgets(subsystems: list[Subsystem]) -> None:
     """Read each task's declared limits from the learner's module, the source of truth."""
     for sub in subsystems:
         module = importlib.import_module(f"{SLUG}.{sub.module}")
-        task = next(t for t in vars(module).values() if getattr(t, "name", None) == sub.task_name)
-        sub.soft, sub.hard = task.soft_time_limit, task.time_limit
+        task = next((t for t in vars(module).values() if getattr(t, "name", None) == sub.task_name), None)
+        if task is not None:
+            sub.soft, sub.hard = task.soft_time_limit, task.time_limit
 
 
 @dataclass
@@ -310,11 +311,11 @@ def _rescue(env: Environment, subsystems: list[Subsystem], console: Console) -> 
     """Run the lab's rescue command against the scratch database, once every hard limit has passed."""
     from django.utils import timezone
 
-    started = min(sub.job.started_at for sub in subsystems if sub.job.started_at)
-    oldest_limit = clock.to_wall(max(sub.hard or 0 for sub in subsystems))
-    wait = (started + datetime.timedelta(seconds=oldest_limit) - timezone.now()).total_seconds()
-    if wait > 0:
-        time.sleep(wait + 0.05)
+    starts = [sub.job.started_at for sub in subsystems if sub.job.started_at]
+    if starts:
+        oldest_limit = clock.to_wall(max(sub.hard or 0 for sub in subsystems))
+        wait = (min(starts) + datetime.timedelta(seconds=oldest_limit) - timezone.now()).total_seconds()
+        time.sleep(max(0.0, min(wait + 0.05, MARGIN)))
     command = [sys.executable, "-m", f"{SLUG}.rescue"]
     console.print(Text(f"$ python -m {SLUG}.rescue", style="bold"))
     result = subprocess.run(command, env=env.variables(), capture_output=True, text=True, timeout=60)
@@ -333,8 +334,8 @@ def _ending(sub: Subsystem) -> str:
     elif result.state == "SUCCESS" and job.status != job.COMPLETED:
         what = f"'{job.status}', yet its task reported SUCCESS: the caller never learns it ran out of time"
     elif raised in ("OperationalError", "InterfaceError") and not job.is_final:
-        what = (f"no final status: the soft limit cut a database query short, and the final write met the "
-                f"half-used connection ({raised}); see 'One more trap' on the lab page")
+        what = (f"no final status: the soft limit cut a database query short, and the next write on that "
+                f"connection failed ({raised}); see 'One more trap' on the lab page")
     elif raised and raised != "SoftTimeLimitExceeded":
         what = f"'{job.status}', and its task raised {raised}"
     elif not job.is_final or job.status == job.COMPLETED:
@@ -364,6 +365,7 @@ def play(target_dir: Path, console: Console) -> int:
     name = url.rsplit("/", 1)[1]
     folder = Path(tempfile.mkdtemp(prefix="budgetlab-lab2-"))
     previous = tree = app = None
+    environment = os.environ.get("KONTOR_DATABASE_URL")
     sys.path.insert(0, str(target_dir))
     try:
         previous = _point_django_at(url)
@@ -416,6 +418,10 @@ def play(target_dir: Path, console: Console) -> int:
                 connections["default"].close()
                 connections["default"].settings_dict["NAME"] = previous
             database.drop(name)
+            if environment is None:
+                os.environ.pop("KONTOR_DATABASE_URL", None)
+            else:
+                os.environ["KONTOR_DATABASE_URL"] = environment
             sys.path.remove(str(target_dir))
             shutil.rmtree(folder, ignore_errors=True)
         finally:

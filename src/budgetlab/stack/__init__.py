@@ -97,8 +97,8 @@ def up() -> dict[str, Server]:
     for kind, module in (("postgres", postgres), ("redis", redis)):
         url = _external(kind)
         if url:
+            # The embedded server's record stays: it may still run, and only `down` may stop it.
             _check_external(kind, url)
-            recorded.pop(kind, None)
             continue
         entry = recorded.get(kind) or {}
         if process.pid_alive(entry.get("pid")) and kind in process.pid_cmdline(entry["pid"]):

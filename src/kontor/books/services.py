@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -40,8 +41,20 @@ def job_mark_completed(job: BatchJob) -> None:
 
 
 def job_mark_failed(job: BatchJob, message: str) -> None:
-    """Finish a job that could not go on, with a message a person can act on."""
+    """Finish a job that could not go on, with a message a person can act on.
+
+    This runs right after an interruption such as a soft time limit, which
+    may have landed in the middle of a query and left the database
+    connection mid-command. Outside a transaction such a connection is
+    discarded and the write made on a fresh one, so the job still ends.
+    """
     job.status = job.FAILED
     job.message = message
     job.finished_at = timezone.now()
-    job.save(update_fields=["status", "message", "finished_at"])
+    try:
+        job.save(update_fields=["status", "message", "finished_at"])
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise
+        connection.close()
+        job.save(update_fields=["status", "message", "finished_at"])
