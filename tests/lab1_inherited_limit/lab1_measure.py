@@ -2,7 +2,9 @@
 
 A Fleet is one run of the target's entrypoint.sh, with a broker database
 of its own and the probe tasks loaded next to the lab's tasks. Probes go
-to a queue by name, as any producer's messages would. An Outcome says
+to a queue by name, with no limits in the message, as a producer that
+does not import Kontor's tasks sends them; so they measure what the
+workers decide. An Outcome says
 what happened to one probe, in production seconds: the soft limit the
 worker logged for it and when the probe felt it, and the hard limit
 that killed it. The numbers come from the worker's own log line and
@@ -50,7 +52,7 @@ SOFT_LINE = re.compile(r"Soft time limit \((?P<limit>[\d.]+)s\) exceeded for \S+
 
 
 def lateness_allowed(limit: float) -> float:
-    """Production seconds a limit may arrive late on a busy two-core machine (timers never fire early)."""
+    """Production seconds a limit may arrive late on a busy two-core machine."""
     return 60 + 0.25 * limit
 
 
