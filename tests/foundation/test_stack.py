@@ -129,3 +129,27 @@ def test_bad_clock_factor_is_one_clear_line():
                             env=dict(os.environ, BUDGETLAB_CLOCK="fast"), capture_output=True, text=True)
     assert "BUDGETLAB_CLOCK='fast' is not a number" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_binaries_in_a_private_folder_are_copied_where_postgres_can_run_them(tmp_path):
+    """A virtualenv under a 0700 folder: the PostgreSQL binaries still run as the unprivileged account."""
+    import shutil
+
+    from budgetlab.stack import postgres
+    from budgetlab.stack.unprivileged import reachable_binaries, server_account
+
+    install = postgres.install_dir()
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    fake_site = private / "site-packages"
+    shutil.copytree(install, fake_site / "pgserver" / "pginstall", symlinks=True)
+    shutil.copytree(install.parent.parent / "pgserver.libs", fake_site / "pgserver.libs", symlinks=True)
+    account = server_account()
+    usable = reachable_binaries(fake_site / "pgserver" / "pginstall", account)
+    try:
+        result = subprocess.run([str(usable / "bin" / "postgres"), "--version"], preexec_fn=account.preexec(),
+                                capture_output=True, text=True)
+        assert result.returncode == 0 and "16." in result.stdout, result.stderr
+    finally:
+        if usable != fake_site / "pgserver" / "pginstall":
+            shutil.rmtree(usable.parent.parent)

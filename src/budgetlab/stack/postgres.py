@@ -51,7 +51,9 @@ def _run_as(account: Account, argv: list[str], env: dict[str, str]) -> subproces
 
 def _env(account: Account, install: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    env.update(HOME=account.home, LC_ALL="C", LANG="C", LD_LIBRARY_PATH=str(install / "lib"))
+    libraries = [install / "lib", install.parent.parent / "pgserver.libs"]
+    env.update(HOME=account.home, LC_ALL="C", LANG="C",
+               LD_LIBRARY_PATH=os.pathsep.join(str(p) for p in libraries if p.is_dir()))
     return env
 
 

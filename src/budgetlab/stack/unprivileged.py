@@ -99,7 +99,10 @@ def reachable_binaries(install: Path, account: Account) -> Path:
 
     A virtualenv inside a 0700 folder (a CI clone under a private temp dir)
     is out of the account's reach; a shared copy under /tmp, keyed by the
-    install's path, costs about 35 MB once.
+    install's path, costs about 40 MB once. The binaries find their shared
+    libraries through an RPATH of $ORIGIN/../../../pgserver.libs, so the
+    copy keeps the wheel's layout: <copy>/pgserver/pginstall and
+    <copy>/pgserver.libs.
     """
     if reachable(install / "bin" / "postgres", account):
         return install
@@ -110,9 +113,12 @@ def reachable_binaries(install: Path, account: Account) -> Path:
         if copy.exists():
             shutil.rmtree(copy)
         partial = copy.with_name(copy.name + f".partial-{os.getpid()}")
-        shutil.copytree(install, partial, symlinks=True)
-        os.chmod(partial, 0o755)
-        marker_in_partial = partial / ".complete"
-        marker_in_partial.write_text(str(install))
+        shutil.copytree(install, partial / "pgserver" / "pginstall", symlinks=True)
+        libs = install.parent.parent / "pgserver.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, partial / "pgserver.libs", symlinks=True)
+        for folder in [partial, *[p for p in partial.rglob("*") if p.is_dir()]]:
+            os.chmod(folder, 0o755)
+        (partial / ".complete").write_text(str(install))
         os.replace(partial, copy)
-    return copy
+    return copy / "pgserver" / "pginstall"
