@@ -9,9 +9,12 @@ BIN := $(VENV)/bin
 PYTHON ?= $(shell for p in python3.12 python3.11 python3; do \
 	$$p -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 12))' >/dev/null 2>&1 && { echo $$p; break; }; done)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# Celery 5.7.0 beside the pinned 5.6.3: lab 1 teaches both precedence orders (tests/celery_versions).
+VENV57 := .venv-celery57
+STAMP57 := $(VENV57)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help workshop test venv stack-up stack-down docs docs-build bench clean clean-venv
+.PHONY: help workshop test venv venv-celery57 stack-up stack-down docs docs-build bench clean clean-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -26,13 +29,24 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create .venv and install the workshop (quick when nothing changed)
 
+$(STAMP57): pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then echo "error: budgetlab needs Python 3.11 or 3.12" >&2; exit 2; fi
+	@test -x $(VENV57)/bin/python || $(PYTHON) -m venv $(VENV57)
+	$(VENV57)/bin/python -m pip install --quiet --disable-pip-version-check "celery[redis]==5.7.0" \
+		"django>=5.2,<5.3" "psycopg[binary]>=3.2,<4" "typer>=0.12" "rich>=13" "watchfiles>=0.21" "pytest>=8"
+	$(VENV57)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@rm -f $(VENV57)/.installed-*
+	@touch $@
+
+venv-celery57: $(STAMP57) ## Celery 5.7.0 in .venv-celery57, for the tests that compare both versions
+
 workshop: venv ## Set up everything, start the stack, and show the labs
 	$(BIN)/budgetlab stack up
 	@$(BIN)/budgetlab list
 	@echo
 	@echo "Begin with lab 1:  .venv/bin/budgetlab run 1   (then edit, and: .venv/bin/budgetlab check 1)"
 
-test: venv ## Set up everything and run the whole suite
+test: venv venv-celery57 ## Set up everything and run the whole suite
 	@$(BIN)/python -m budgetlab.testrun $(PYTEST_ARGS)
 
 stack-up: venv ## Start PostgreSQL and Redis (embedded unless DATABASE_URL/REDIS_URL are set)
@@ -52,9 +66,9 @@ docs-build: venv ## Build the docs site strictly into .budgetlab/site
 bench: venv ## Print the speed figures (stack start-up, lab clock precision, ...)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
-clean-venv: ## Remove .venv
-	rm -rf $(VENV)
+clean-venv: ## Remove .venv and .venv-celery57
+	rm -rf $(VENV) $(VENV57)
 
 clean: ## Stop the stack and remove .venv and .budgetlab
 	-test -x $(BIN)/budgetlab && $(BIN)/budgetlab stack down
-	rm -rf $(VENV) .budgetlab site
+	rm -rf $(VENV) $(VENV57) .budgetlab site

@@ -33,3 +33,15 @@ task_routes = {
     "agents.batch.*": {"queue": "agent-batch"},
     "agents.interactive.*": {"queue": "agent-interactive"},
 }
+
+# Task-level budgets for the agent tasks that declare none in their decorator.
+# On Celery 5.7 the producer's settings travel in each message's timelimit
+# header and beat the agent masters' flags, so a budget per queue only holds
+# when it is attached to the task itself. Annotations are task-level, so
+# both 5.6 and 5.7 apply them however the task is sent.
+task_annotations = {
+    # Batch agent: up to 95 documents with a model call each, 30 minutes soft.
+    "agents.batch.run_agent": {"soft_time_limit": 1800, "time_limit": 2100},
+    # Interactive agent: a person waits; 45 s soft, then 15 s to answer "try again".
+    "agents.interactive.answer_question": {"soft_time_limit": 45, "time_limit": 60},
+}

@@ -104,9 +104,14 @@ class WorkerTree:
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
+        polls = 0
         while time.monotonic() < deadline:
-            self._remember_tree()
+            # A /proc scan costs milliseconds of CPU; the log is cheap to read, so scan less often.
+            if polls % 10 == 0:
+                self._remember_tree()
+            polls += 1
             if len(self.ready_hostnames()) >= self.expect_ready:
+                self._remember_tree()
                 return
             if self.proc.poll() is not None:
                 break
