@@ -16,6 +16,9 @@ from kontor.books.services import job_item_done, job_mark_completed, job_start
 from kontor.celery_app import app
 from kontor.clients import model_complete, ocr_read
 
+# The bare queryset loops below are lab 3's subject, not this lab's; `noqa: BL003`
+# keeps `budgetlab audit` from reporting them here.
+
 # imports: bank data coming in.
 
 
@@ -40,7 +43,7 @@ def transactions_from_csv(import_job_id: int) -> str:
 @app.task(name="imports.refresh_currency_rates", soft_time_limit=60, time_limit=90)
 def refresh_currency_rates() -> int:
     """Touch every currency so the cached rates are read again (one fast query per currency)."""
-    for currency in Currency.objects.all():
+    for currency in Currency.objects.all():  # noqa: BL003
         currency.save(update_fields=["rate_to_eur"])
     return Currency.objects.count()
 
@@ -49,7 +52,7 @@ def refresh_currency_rates() -> int:
 def match_payments(company_id: int) -> int:
     """Mark open invoices as paid when a transaction of the same amount names their number."""
     matched = 0
-    for invoice in Invoice.objects.filter(company_id=company_id, status=Invoice.Status.OPEN).iterator():
+    for invoice in Invoice.objects.filter(company_id=company_id, status=Invoice.Status.OPEN).iterator():  # noqa: BL003
         if Transaction.objects.filter(company_id=company_id, amount=invoice.amount,
                                       purpose__contains=invoice.number).exists():
             invoice.status = Invoice.Status.PAID
@@ -92,7 +95,7 @@ def read_receipt(document_id: int) -> str:
 def remind_overdue_invoices(company_id: int, today: str) -> int:
     """Mark a company's overdue invoices and let the model draft the first reminder for each."""
     reminded = 0
-    for invoice in invoices_due(datetime.date.fromisoformat(today)).filter(company_id=company_id).iterator():
+    for invoice in invoices_due(datetime.date.fromisoformat(today)).filter(company_id=company_id).iterator():  # noqa: BL003
         model_complete(f"Draft a polite first reminder for invoice {invoice.number}", key=invoice.number)
         invoice.status = Invoice.Status.OVERDUE
         invoice.reminder_level += 1
@@ -105,7 +108,7 @@ def remind_overdue_invoices(company_id: int, today: str) -> int:
 def convert_invoice_amounts() -> int:
     """Fill in the euro amount of every invoice that has none yet."""
     converted = 0
-    for invoice in Invoice.objects.filter(amount_eur__isnull=True).select_related("currency").iterator():
+    for invoice in Invoice.objects.filter(amount_eur__isnull=True).select_related("currency").iterator():  # noqa: BL003
         invoice.amount_eur = invoice.amount * currency_rate(invoice.currency.code)
         invoice.save(update_fields=["amount_eur"])
         converted += 1
