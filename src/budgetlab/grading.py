@@ -62,14 +62,23 @@ def _setup_django() -> None:
     `django_ready` fixture, only in sessions that use the database.
     """
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
-    if "KONTOR_DATABASE_URL" not in os.environ:
-        try:
-            os.environ["KONTOR_DATABASE_URL"] = stack.database_url(_session_name())
-        except Exception:  # stack down: tests that need Django fail with the stack's own message
-            return
+    try:
+        url = stack.database_url(_session_name())
+    except Exception:  # stack down: tests that need Django fail with the stack's own message
+        return
     import django
 
-    django.setup()
+    # Set only while the settings are read: a check or worker this process
+    # starts must never inherit this session's database.
+    inherited = os.environ.get("KONTOR_DATABASE_URL")
+    os.environ["KONTOR_DATABASE_URL"] = url
+    try:
+        django.setup()
+    finally:
+        if inherited is None:
+            os.environ.pop("KONTOR_DATABASE_URL", None)
+        else:
+            os.environ["KONTOR_DATABASE_URL"] = inherited
 
 
 def _session_name() -> str:

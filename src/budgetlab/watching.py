@@ -72,8 +72,18 @@ def watch(number: int | None, poll: bool, console: Console) -> int:
         if not outcome.could_not_grade:
             progress.record_check(lab.number, outcome.exit_code == 0, outcome.passed, len(outcome.results))
 
+    def stamps() -> dict[str, int]:
+        return {name: (folder / name).stat().st_mtime_ns if (folder / name).exists() else 0 for name in lab.files}
+
+    # Compare modification times as well as waiting for events: a save made while a
+    # check runs, or before the watcher is registered, is then never lost.
+    seen = stamps()
     check_now()
-    for _changes in file_events(folder, force_polling=poll, poll_delay_ms=500,
+    for _changes in file_events(folder, force_polling=poll, poll_delay_ms=500, rust_timeout=1000,
+                                yield_on_timeout=True,
                                 watch_filter=lambda _change, path: Path(path).name in lab.files):
-        check_now()
+        current = stamps()
+        if current != seen:
+            seen = current
+            check_now()
     return 0

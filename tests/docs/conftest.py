@@ -52,7 +52,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="session")
+# Module scope: sync Playwright runs an event loop in this thread while it is open,
+# and Django refuses database calls from a thread with a running loop; later
+# modules of the same session use Django.
+@pytest.fixture(scope="module")
 def chromium_browser():
     """Debian's Chromium driven by Playwright; installed with apt-get when missing, never downloaded."""
     result = subprocess.run(

@@ -206,12 +206,21 @@ def test_watch_checks_again_after_a_save_and_stops_cleanly(cli):
     env = dict(os.environ, BUDGETLAB_LABS_ROOT=str(cli.root), BUDGETLAB_STATE_DIR=str(cli.state))
     proc = subprocess.Popen([sys.executable, "-m", "budgetlab.cli_entry", "watch", "1"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    import queue
+    import threading
+
+    lines: queue.Queue = queue.Queue()
     output = []
+    # A reader thread, so a watch that prints nothing fails the test instead of hanging it.
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
 
     def read_until(text: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            line = proc.stdout.readline()
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
             output.append(line)
             if text in line:
                 return
