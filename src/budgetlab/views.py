@@ -42,17 +42,18 @@ def check_summary(outcome) -> Text:
 
 
 def stack_table(with_health: bool = False):
+    """One line per server: name, state, version, URL and PID; never folded, so URLs can be copied."""
     from budgetlab import stack
 
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("server", "state", "version", "url", "pid"):
-        table.add_column(column, overflow="fold")
+    lines = Text()
     healthy = True
     for server in stack.servers().values():
         info = stack.describe(server)
         healthy = healthy and info["running"]
         state = ("external" if info["external"] else "running") if info["running"] else "stopped"
         name = "PostgreSQL" if info["kind"] == "postgres" else "Redis"
-        table.add_row(name, Text(state, style="green" if info["running"] else "red"), info["version"] or "-",
-                      info["url"] or "-", str(info["pid"] or "-"))
-    return (table, healthy) if with_health else table
+        lines.append(f"{name:<11}")
+        lines.append(f"{state:<9}", style="green" if info["running"] else "red")
+        lines.append(f"{info['version'] or '-':<8} {info['url'] or '-'}  PID {info['pid'] or '-'}\n")
+    lines.rstrip()
+    return (lines, healthy) if with_health else lines
