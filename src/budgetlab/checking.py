@@ -31,6 +31,8 @@ class Outcome:
 
     results: list[dict] = field(default_factory=list)
     could_not_grade: str | None = None
+    #: Time spent inside the checks, fixtures included: workers, scenarios, databases.
+    seconds_in_checks: float = 0.0
 
     @property
     def passed(self) -> int:
@@ -118,6 +120,9 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
                 lines = report.read_text().splitlines()
                 for line in lines[seen:]:
                     entry = json.loads(line)
+                    if entry.get("kind") == "timing":
+                        outcome.seconds_in_checks += entry["seconds"]
+                        continue
                     outcome.results.append(entry)
                     on_result(entry)
                 seen = len(lines)

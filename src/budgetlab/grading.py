@@ -192,6 +192,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     path = os.environ.get("BUDGETLAB_REPORT_FILE")
     if not path:
         return
+    # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
+    with open(path, "a") as out:
+        out.write(json.dumps({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration}) + "\n")
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         entry = {"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
                  "symptom": "" if report.passed else _symptom(report),
