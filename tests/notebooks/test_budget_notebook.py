@@ -53,7 +53,7 @@ def test_docs_copy_matches_the_lab_notebook():
     lab = nbformat.read(NOTEBOOK, as_version=4)
     docs = nbformat.read(RENDERED, as_version=4)
     assert [cell.source for cell in lab.cells] == [cell.source for cell in docs.cells], \
-        "re-render it: python scripts/render_notebook_lab1.py"
+        "re-render it: python scripts/render_notebooks.py budget"
     plots = [output for cell in docs.cells if cell.cell_type == "code" for output in cell.outputs
              if "image/png" in output.get("data", {})]
     assert len(plots) == 3, f"the docs copy has {len(plots)} of its 3 plots; re-render it"
