@@ -37,9 +37,22 @@ def processes_under(root: Path) -> list[str]:
 
 @pytest.fixture
 def private_stack(tmp_path):
-    """A stack of its own under a temporary root, always taken down again."""
+    """A stack of its own under a temporary root, always taken down and its data removed."""
     yield tmp_path
     budgetlab(tmp_path, "stack", "down")
+    remove_fallback_data(tmp_path)
+
+
+def remove_fallback_data(root: Path) -> None:
+    """Delete the /tmp data folder a stack under a private root had to use."""
+    import shutil
+
+    try:
+        data = Path(state(root)["postgres"]["data"])
+    except (OSError, KeyError, ValueError):
+        return
+    if data.parent.name.startswith("budgetlab-pgdata-"):
+        shutil.rmtree(data.parent, ignore_errors=True)
 
 
 def state(root: Path) -> dict:
