@@ -22,7 +22,7 @@ from budgetlab import integrity, stack
 from budgetlab.errors import BudgetlabError
 from budgetlab.labs import Lab
 from budgetlab.paths import labs_root, state_dir
-from budgetlab.workers import _descendants
+from budgetlab.stack.process import descendants, pid_alive
 
 
 @dataclass
@@ -143,7 +143,7 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
 
 def stop_tree(proc: subprocess.Popen, grace: float = 15.0) -> None:
     """Interrupt pytest so its fixtures stop the workers, then kill whatever is left, by PID."""
-    tree = _descendants(proc.pid) | {proc.pid}
+    tree = descendants(proc.pid) | {proc.pid}
     try:
         os.kill(proc.pid, signal.SIGINT)
     except ProcessLookupError:
@@ -152,9 +152,7 @@ def stop_tree(proc: subprocess.Popen, grace: float = 15.0) -> None:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
         pass
-    from budgetlab.stack.process import pid_alive
-
-    tree |= {pid for pid in _descendants(proc.pid)}
+    tree |= descendants(proc.pid)
     for pid in tree:
         if pid_alive(pid):
             try:

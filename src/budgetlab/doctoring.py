@@ -101,12 +101,9 @@ def _stats_fetch_consistency(url: str) -> str:
 
 def _orphaned(pid: int) -> bool:
     """A worker whose launcher died was adopted by init: nothing will ever stop it."""
-    from pathlib import Path
+    from budgetlab.stack.process import parent_pid
 
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == 1
-    except (OSError, ValueError, IndexError):
-        return False
+    return parent_pid(pid) == 1
 
 
 def _check_stale_workers(report) -> None:

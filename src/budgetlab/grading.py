@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from budgetlab import database, stack
-from budgetlab.paths import labs_root, state_dir
+from budgetlab.paths import labs_root
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 
@@ -52,7 +52,8 @@ def target_dir(pytestconfig: pytest.Config) -> Path:
     return target_root(pytestconfig)
 
 
-_SESSION_DATABASE = f"{stack.DEFAULT_DATABASE}_session_{uuid.uuid4().hex[:8]}"
+# One suffix per grader process: its own database, copied from the template when first used.
+_SESSION_SUFFIX = uuid.uuid4().hex[:8]
 
 
 def _setup_django() -> None:
@@ -82,7 +83,7 @@ def _setup_django() -> None:
 
 
 def _session_name() -> str:
-    return f"{stack.database_name()}_session_{_SESSION_DATABASE.rsplit('_', 1)[1]}"
+    return f"{stack.database_name()}_session_{_SESSION_SUFFIX}"
 
 
 @pytest.fixture(scope="session")
@@ -216,8 +217,3 @@ def pytest_collection_modifyitems(items) -> None:
 def _title(nodeid: str) -> str:
     return _TITLES.get(nodeid, nodeid.rsplit("::", 1)[-1])
 
-
-def log_dir() -> Path:
-    path = state_dir() / "logs"
-    path.mkdir(exist_ok=True)
-    return path

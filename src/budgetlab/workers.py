@@ -148,7 +148,7 @@ class WorkerTree:
     def _remember_tree(self) -> None:
         if self.proc is None:
             return
-        self._seen |= _descendants(self.proc.pid) | {self.proc.pid}
+        self._seen |= process.descendants(self.proc.pid) | {self.proc.pid}
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop every process of the tree by PID and make sure none is left."""
@@ -174,23 +174,3 @@ class WorkerTree:
         while self.pids():
             time.sleep(0.02)
 
-
-def _descendants(root: int) -> set[int]:
-    """Return the PIDs below root, read from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found

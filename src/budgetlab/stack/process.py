@@ -53,6 +53,31 @@ def pid_cmdline(pid: int) -> str:
         return ""
 
 
+def parent_pid(pid: int) -> int | None:
+    """Return a process's parent PID from /proc, or None if it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def descendants(root: int) -> set[int]:
+    """Return the PIDs below root, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = parent_pid(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None,
           preexec: Callable[[], None] | None = None) -> subprocess.Popen:
     """Start a server in its own session so that Ctrl-C in a terminal does not reach it."""
