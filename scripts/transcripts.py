@@ -8,8 +8,13 @@ with pymdownx.snippets:
     --8<-- "transcripts/lab2-check.txt"
     ```
 
-so no transcript on the site is ever typed by hand. tests/docs/test_transcripts.py
-re-runs every entry and fails when a stored transcript no longer matches.
+so no transcript on the site is ever typed by hand. A stored transcript is one
+real run as printed, with this checkout's path shown as ~/budgetlab. Durations,
+counts that depend on load, and PIDs differ on the next run, so an entry's masks
+blank them on both sides before the two are compared; an `unordered` entry also
+ignores the order of the words in each paragraph, for output whose events race.
+tests/docs/test_transcripts.py re-runs every entry and fails when a stored
+transcript no longer matches.
 
 Usage:
     python scripts/transcripts.py            # regenerate every transcript
@@ -31,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPT_DIR = ROOT / "docs" / "transcripts"
 PROGRAM = "budgetlab"
+# The same CLI on Celery 5.7.0; its path is typed as a learner would, relative to the checkout.
+CELERY57 = ".venv-celery57/bin/budgetlab"
 
 # Fixed terminal settings, so that a transcript depends on the command and not
 # on the window it happened to be recorded in.
@@ -55,8 +62,12 @@ class Transcript:
     command: tuple[str, ...]
     #: Exit status the command is expected to end with (a grader on a pristine lab fails on purpose).
     exit_code: int = 0
-    #: (regular expression, replacement) pairs for values that change from run to run: PIDs, durations, paths.
+    #: (regular expression, replacement) pairs for values that change from run to run: PIDs, durations, counts.
+    #: They apply only when comparing; the stored transcript keeps the values of the run that recorded it.
     masks: tuple[tuple[str, str], ...] = ()
+    #: Compare each paragraph as a bag of words: for output whose events race (two soft limits in the same
+    #: millisecond) and whose table columns, hence line breaks, follow the width of a masked number.
+    unordered: bool = False
     #: Extra environment variables for this command only.
     env: dict[str, str] = field(default_factory=dict)
     #: Seconds before the command is considered hung.
@@ -71,6 +82,35 @@ def _fresh_progress(name: str) -> dict[str, str]:
 
 # Counts of rows written before a limit depend on the machine's load.
 _WRITTEN = (r"with [\d,]+ of ([\d,]+) (rows|files|steps)", r"with N of \1 \2")
+
+# What `run N` shows depends on the machine where the lab clock turns wall milliseconds
+# into production seconds: start-up and job durations, how far a job got at its limit.
+_LAB1_RUN = (
+    (r"ready in [\d.]+ s wall", "ready in T s wall"),
+    (r"[━╸╺]+ +\d+/", "BAR N/"),
+    (r"\b\d+ s (stopped|finished)", r"T s \1"),
+    (r"after \d+ of", "after N of"),
+    (r"(files|invoices) in \d+ s", r"\1 in T s"),
+)
+# Lab 2's three jobs meet their limits within milliseconds of each other, so it is compared unordered.
+_LAB2_RUN = (
+    (r"t = [\d,]+ s production · [\d.]+ s wall", "t = T s production · W s wall"),
+    (r"^\d[\d,]* s +\d+\.\d+ s ", "T s W s "),
+    (r"\b[\d,]+ of ([\d,]+) (rows|files|steps)", r"N of \1 \2"),
+    (r"\+[1-9][\d,]* (rows|files|steps)", r"+N \1"),
+    (r"\b(row|file|step)([- ])\d+", r"\1\2N"),
+    (r"for [\d,]+ s \(hard", "for T s (hard"),
+    (r"pid([ :])\d+", r"pid\1PID"),
+    (r"^\[\d\d:\d\d:\d\d,\d{3}:", "[HH:MM:SS,mmm:"),
+    (r"\[[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}\]", "[UUID]"),
+)
+_LAB4_RUN = (
+    (r"\b\d+\.\d+ (s|ms)\b", r"T \1"),
+    (r"\d+% of", "P% of"),
+    (r"cost \d+ ms", "cost T ms"),
+)
+# Measured rates are never exactly the planned ones; a frozen sampler's 0/s stays visible.
+_LAB5_RUN = ((r"\b[1-9]\d*/s", "R/s"),)
 
 TRANSCRIPTS: tuple[Transcript, ...] = (
     Transcript("budgetlab-list", ("budgetlab", "list"), env=_fresh_progress("list")),
@@ -88,8 +128,23 @@ TRANSCRIPTS: tuple[Transcript, ...] = (
                masks=((r"made \d+ scans", "made K scans"), (r"ran [\d, ]+ scans/s", "ran R scans/s"))),
     Transcript("lab2-check-starter", ("budgetlab", "check", "2"), exit_code=1,
                env=_fresh_progress("lab2-check-starter"), masks=(_WRITTEN,)),
-    Transcript("lab2-check-solution", ("budgetlab", "check", "2", "--target", "solutions"),
-               env=_fresh_progress("lab2-check-solution")),
+    *(
+        Transcript(f"lab{number}-check-solution", ("budgetlab", "check", str(number), "--target", "solutions"),
+                   env=_fresh_progress(f"lab{number}-check-solution"))
+        for number in (1, 2, 4, 5)
+    ),
+    *(
+        Transcript(f"lab{number}-run-{kind}", ("budgetlab", "run", str(number), *target),
+                   masks=masks, unordered=number == 2, env=_fresh_progress(f"lab{number}-run-{kind}"))
+        for number, masks in ((1, _LAB1_RUN), (2, _LAB2_RUN), (3, ()), (4, _LAB4_RUN), (5, _LAB5_RUN))
+        for kind, target in (("starter", ()), ("solution", ("--target", "solutions")))
+    ),
+    # Lab 1 again on Celery 5.7, from the second environment that `make venv-celery57` builds.
+    *(
+        Transcript(f"lab1-run-{kind}-celery57", (CELERY57, "run", "1", *target), masks=_LAB1_RUN,
+                   env=_fresh_progress(f"lab1-run-{kind}-celery57"))
+        for kind, target in (("starter", ()), ("solution", ("--target", "solutions")))
+    ),
 )
 
 
@@ -109,11 +164,15 @@ def argv_for(entry: Transcript) -> list[str]:
         # this checkout's CLI, whatever `budgetlab` on PATH may be.
         launcher = f"import sys; sys.argv[0] = {PROGRAM!r}; from budgetlab.cli import main; main()"
         return [sys.executable, "-c", launcher, *entry.command[1:]]
+    if "/" in entry.command[0] and not Path(entry.command[0]).is_absolute():
+        return [str(ROOT / entry.command[0]), *entry.command[1:]]
     return list(entry.command)
 
 
 def unavailable_reason(entry: Transcript) -> str | None:
     """Return why an entry's command cannot run in this checkout yet, or None when it can."""
+    if entry.command and entry.command[0] == CELERY57 and not (ROOT / CELERY57).exists():
+        return f"{CELERY57} is missing; `make venv-celery57` creates it"
     if not entry.command or entry.command[0] != PROGRAM:
         return None
     src = str(ROOT / "src")
@@ -140,11 +199,20 @@ def unavailable_reason(entry: Transcript) -> str | None:
 def normalise(text: str, masks: tuple[tuple[str, str], ...] = ()) -> str:
     """Apply the masks, drop trailing spaces and end with exactly one newline."""
     for pattern, replacement in masks:
-        text = re.sub(pattern, replacement, text)
+        text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
     lines = [line.rstrip() for line in text.splitlines()]
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines) + "\n"
+
+
+def comparable(text: str, entry: Transcript) -> list[str]:
+    """Return what two runs of an entry must agree on: masked lines, or each paragraph's sorted words."""
+    masked = normalise(text, entry.masks)
+    if not entry.unordered:
+        # Column padding follows the widest value in a column, which a mask hides.
+        return [re.sub(r" {2,}", " ", line) for line in masked.splitlines()]
+    return [" ".join(sorted(paragraph.split())) for paragraph in re.split(r"\n\s*\n", masked)]
 
 
 def record(entry: Transcript) -> str:
@@ -171,7 +239,8 @@ def record(entry: Transcript) -> str:
             f"{entry.name}: `{' '.join(entry.command)}` exited {result.returncode}, expected {entry.exit_code}:\n"
             + result.stdout[-2000:]
         )
-    return normalise(f"$ {' '.join(entry.command)}\n{result.stdout}", entry.masks)
+    # A reader's clone is not this machine's folder; the home-relative path is what they would see.
+    return normalise(f"$ {' '.join(entry.command)}\n{result.stdout}".replace(str(ROOT), "~/budgetlab"))
 
 
 def compare(entry: Transcript, directory: Path = TRANSCRIPT_DIR) -> str | None:
@@ -179,11 +248,12 @@ def compare(entry: Transcript, directory: Path = TRANSCRIPT_DIR) -> str | None:
     stored_path = path_for(entry, directory)
     stored = stored_path.read_text(encoding="utf-8") if stored_path.exists() else ""
     fresh = record(entry)
-    if fresh == stored:
+    if comparable(fresh, entry) == comparable(stored, entry):
         return None
+    # The masked texts, so that the diff shows what counts and not every duration.
     diff = difflib.unified_diff(
-        stored.splitlines(keepends=True),
-        fresh.splitlines(keepends=True),
+        normalise(stored, entry.masks).splitlines(keepends=True),
+        normalise(fresh, entry.masks).splitlines(keepends=True),
         fromfile=f"{stored_path.name} (stored)",
         tofile=f"{' '.join(entry.command)} (now)",
     )

@@ -45,15 +45,18 @@ def list_labs() -> None:
 
 
 @app.command("run")
-def run(lab: int = typer.Argument(..., help="Lab number, 1 to 5.")) -> None:
-    """Play lab N's scenario live on the stack with your current code."""
-    from budgetlab import labs, progress, scenarios, stack
-    from budgetlab.paths import labs_root
+def run(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
+        target: str = typer.Option("labs", help="Whose code plays: labs (yours), solutions, or a folder laid out like labs/.")) -> None:
+    """Play lab N's scenario live on the stack with your current code, or another target's."""
+    from budgetlab import checking, labs, progress, scenarios, stack
 
     entry = labs.get(lab)
+    where = checking.target_dir(target)
     stack.require()
-    progress.mark_started(entry.number, _warn)
-    raise typer.Exit(scenarios.play(entry.number, labs_root() / "labs", console))
+    # Watching the reference fix play is not an attempt at the lab.
+    if target == "labs":
+        progress.mark_started(entry.number, _warn)
+    raise typer.Exit(scenarios.play(entry.number, where, console))
 
 
 @app.command("check")

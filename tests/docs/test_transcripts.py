@@ -26,7 +26,7 @@ transcripts = _load_transcripts_module()
 
 @pytest.mark.parametrize("entry", transcripts.TRANSCRIPTS, ids=lambda entry: entry.name)
 def test_stored_transcript_matches_a_fresh_run(entry):
-    """Re-running the command prints exactly what the docs page shows."""
+    """Re-running the command prints what the docs page shows, up to the values its masks name."""
     reason = transcripts.unavailable_reason(entry)
     if reason:
         pytest.skip(reason)
@@ -88,12 +88,39 @@ def test_changed_output_is_reported_as_a_diff(tmp_path):
 
 
 def test_masks_hide_values_that_change_between_runs(tmp_path):
-    """A masked PID or duration does not count as drift."""
+    """A masked PID or duration does not count as drift, and the page still shows the recorded values."""
     code = "import os, time; print(f'worker pid={os.getpid()} took {time.perf_counter():.3f} s')"
     entry = _python_entry("demo", code, masks=((r"pid=\d+", "pid=<pid>"), (r"\d+\.\d+ s", "<n> s")))
     transcripts.write(entry, tmp_path)
-    assert "pid=<pid> took <n> s" in (tmp_path / "demo.txt").read_text(encoding="utf-8")
+    stored = (tmp_path / "demo.txt").read_text(encoding="utf-8")
+    assert re.search(r"worker pid=\d+ took \d+\.\d{3} s", stored), f"the stored run lost its values:\n{stored}"
     assert transcripts.compare(entry, tmp_path) is None
+
+
+def test_a_mask_does_not_hide_a_change_it_was_not_written_for(tmp_path):
+    """Masking the duration still reports a changed count next to it."""
+    masks = ((r"\d+\.\d+ s", "<n> s"),)
+    transcripts.write(_python_entry("demo", "print('3 of 40 files in 1.25 s')", masks=masks), tmp_path)
+    diff = transcripts.compare(_python_entry("demo", "print('4 of 40 files in 2.50 s')", masks=masks), tmp_path)
+    assert diff is not None and "+4 of 40 files in <n> s" in diff, diff
+
+
+def test_an_unordered_entry_ignores_the_order_of_racing_lines_but_not_their_words(tmp_path):
+    """Two events of the same millisecond may swap; a word that changes is still drift."""
+    first = "print('timeline'); print('import job soft limit'); print('bulk upload soft limit'); print(); print('end')"
+    swapped = "print('timeline'); print('bulk upload soft limit'); print('import job soft limit'); print(); print('end')"
+    changed = "print('timeline'); print('bulk upload hard limit'); print('import job soft limit'); print(); print('end')"
+    transcripts.write(_python_entry("demo", first, unordered=True), tmp_path)
+    assert transcripts.compare(_python_entry("demo", swapped, unordered=True), tmp_path) is None
+    assert transcripts.compare(_python_entry("demo", changed, unordered=True), tmp_path) is not None
+    assert transcripts.compare(_python_entry("demo", swapped), tmp_path) is not None, "only unordered entries forgive order"
+
+
+def test_the_checkout_path_is_shown_as_a_readers_clone(tmp_path):
+    """A transcript never carries the folder of the machine that recorded it."""
+    code = f"print({str(transcripts.ROOT / '.budgetlab' / 'logs' / 'run-1.log')!r})"
+    transcripts.write(_python_entry("demo", code), tmp_path)
+    assert (tmp_path / "demo.txt").read_text(encoding="utf-8").endswith("~/budgetlab/.budgetlab/logs/run-1.log\n")
 
 
 def test_an_unexpected_exit_status_is_an_error(tmp_path):

@@ -121,6 +121,14 @@ def test_unknown_lab_is_one_line_and_exit_2(cli):
     assert result.returncode == 2 and result.stderr.strip() == "error: there is no lab 9; the labs are 1"
 
 
+def test_run_with_an_unknown_target_is_one_line_and_exit_2(cli):
+    """run --target names what it accepts, and a failed start does not count as starting the lab."""
+    result = cli("run", "1", "--target", "nowhere")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "error: target 'nowhere' is neither 'labs', 'solutions' nor a folder"
+    assert "not started" in cli("list").stdout
+
+
 def test_syntax_error_in_learner_file_cannot_be_graded(cli):
     """A learner file that does not parse: exit 2, file and line named, no worker started."""
     path = cli.root / TALLY

@@ -83,7 +83,7 @@ def play(target_dir: Path, console: Console) -> int:
     import celery
 
     console.print(f"[bold]Lab 1 · the limit nobody chose[/]  ({clock.describe()}, Celery {celery.__version__})")
-    console.print(f"Five Celery masters from your {SLUG}/entrypoint.sh, then a {UPLOAD_FILES}-file bulk OCR "
+    console.print(f"Five Celery masters from {target_dir.name}/{SLUG}/entrypoint.sh, then a {UPLOAD_FILES}-file bulk OCR "
                   "upload and one customer's reminder sweep, on a fresh copy of the seeded database.")
     url = database.scratch_database("run1")
     broker_url = _broker_url()
@@ -350,7 +350,8 @@ def _queue_of(app, name: str) -> str:
     return getattr(queue, "name", queue) or app.conf.task_default_queue
 
 
-def _budget(index: int, header: list, task_limits: dict[str, float], worker: Worker, producer_settings) -> Budget:
+def _budget(index: int, name: str, header: list, task_limits: dict[str, float], worker: Worker,
+            producer_settings) -> Budget:
     """Find one limit (0: hard, 1: soft, the header's order) where the worker finds it, and name its layer."""
     import celery
 
@@ -361,11 +362,11 @@ def _budget(index: int, header: list, task_limits: dict[str, float], worker: Wor
     if header[index]:
         value = float(header[index])
         from_settings = binds_settings and value == _number(producer_settings.get(setting))
-        return Budget(value, "sent settings" if from_settings else "decorator")
+        return Budget(value, "sent settings" if from_settings else _task_layer(name, key, value, worker.settings))
     if task_limits.get(key):
         value = task_limits[key]
         from_settings = binds_settings and value == _number(worker.settings.get(setting))
-        return Budget(value, "bound settings" if from_settings else "decorator")
+        return Budget(value, "bound settings" if from_settings else _task_layer(name, key, value, worker.settings))
     value = worker.pool[1 - index]
     if not value:
         return Budget(None, "none")
@@ -374,6 +375,19 @@ def _budget(index: int, header: list, task_limits: dict[str, float], worker: Wor
     if _number(worker.settings.get(setting)) == value:
         return Budget(value, "settings")
     return Budget(value, "worker")
+
+
+def _task_layer(name: str, key: str, value: float, settings: dict) -> str:
+    """Name a limit set on the task itself: by `task_annotations` when they give this value, else by its decorator."""
+    annotations = settings.get("task_annotations")
+    # Celery accepts one mapping or a sequence of them; a mapping's keys are task names or "*".
+    for mapping in annotations if isinstance(annotations, (list, tuple)) else [annotations]:
+        if isinstance(mapping, dict):
+            for pattern in (name, "*"):
+                entry = mapping.get(pattern)
+                if isinstance(entry, dict) and _number(entry.get(key)) == value:
+                    return "annotation"
+    return "decorator"
 
 
 def _number(value) -> float | None:
@@ -406,7 +420,7 @@ def _budget_table(app, tasks, workers: dict[str, Worker], headers: dict[str, lis
             continue
         limits = worker.tasks.get(task.name, {})
         header = headers.get(task.name, [None, None])
-        soft, hard = (_budget(index, header, limits, worker, producer_settings) for index in (1, 0))
+        soft, hard = (_budget(index, task.name, header, limits, worker, producer_settings) for index in (1, 0))
         layers |= {soft.layer, hard.layer}
         table.add_row(name, soft.text(), hard.text())
     return table, layers

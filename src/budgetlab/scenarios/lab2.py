@@ -377,7 +377,7 @@ def play(target_dir: Path, console: Console) -> int:
         env = Environment(target_dir=target_dir, database_url=url, broker_url=broker,
                           modules=[f"{SLUG}.{sub.module}" for sub in subsystems], latency_plan=plan)
         console.print(Text("Lab 2 · the signal your loop already caught", style="bold"))
-        console.print(Text(f"One worker, three children, your code from {target_dir.name}/{SLUG}/; "
+        console.print(Text(f"One worker, three children, the code in {target_dir.name}/{SLUG}/; "
                            f"{clock.describe()}.", style="dim"))
         tree = WorkerTree(celery_argv([queue], unique_hostname("lab2"), 3), env, folder / "worker.log")
         tree.start()

@@ -132,7 +132,7 @@ def play(target_dir: Path, console) -> int:
 
     console.print(f"[bold]Lab 4 · one batch, and the category table under it[/]  ({clock.describe()})")
     console.print(f"{DOCUMENTS} documents (OCR, keyword match, prompt) and {TRANSACTIONS:,} transactions (prompt), "
-                  f"in one batch process with your {SLUG} code, on a fresh copy of the seeded database.")
+                  f"in one batch process with the code in {target_dir.name}/{SLUG}/, on a fresh copy of the seeded database.")
     url = database.scratch_database("run4")
     try:
         with Progress(TextColumn("  batch"), BarColumn(), MofNCompleteColumn(),
