@@ -14,11 +14,14 @@ from budgetlab.paths import labs_root, progress_dir
 
 def pristine(lab: Lab, name: str) -> bytes:
     """Return a starter file as committed, from git; the working copy is the learner's."""
-    relative = (lab.starter_dir() / name).relative_to(labs_root())
-    result = subprocess.run(["git", "show", f"HEAD:{relative.as_posix()}"], cwd=labs_root(), capture_output=True)
-    if result.returncode != 0:
-        from budgetlab.errors import BudgetlabError
+    from budgetlab.errors import BudgetlabError
 
+    relative = (lab.starter_dir() / name).relative_to(labs_root())
+    try:
+        result = subprocess.run(["git", "show", f"HEAD:{relative.as_posix()}"], cwd=labs_root(), capture_output=True)
+    except FileNotFoundError:
+        raise BudgetlabError("git is not installed; the starter files are restored from the git checkout") from None
+    if result.returncode != 0:
         raise BudgetlabError(f"cannot read the committed starter of {relative} from git; is this a git checkout?")
     return result.stdout
 

@@ -76,7 +76,7 @@ def test_the_image_leaves_local_state_out_and_vendors_the_docs_assets():
     """COPY . . takes no venv or stack data from the host, and the docs service gets a local Mermaid."""
     ignored = {line.strip() for line in (repo_root() / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
-    assert {".git/", ".venv/", ".venv-celery57/", ".budgetlab/"} <= ignored
+    assert {".venv/", ".venv-celery57/", ".budgetlab/"} <= ignored
     dockerfile = (repo_root() / "docker" / "Dockerfile").read_text()
     assert "AS docs-assets" in dockerfile and "RUN bash scripts/vendor_docs_assets.sh" in dockerfile
     assert "COPY --from=docs-assets /assets/docs/assets/vendor/ docs/assets/vendor/" in dockerfile

@@ -81,6 +81,16 @@ def test_reset_backs_up_then_restores(cli):
     assert len(backups) == 1 and backups[0].read_text() == "# my attempt\n"
 
 
+def test_reset_without_git_is_one_line_and_keeps_the_file(cli, tmp_path):
+    """With no git to read the starters from (a bare container), reset says so and touches nothing."""
+    path = cli.root / TALLY
+    path.write_text("# my attempt\n")
+    result = cli("reset", "1", "--yes", env={"PATH": str(tmp_path)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "error: git is not installed; the starter files are restored from the git checkout"
+    assert path.read_text() == "# my attempt\n"
+
+
 def test_reset_asks_first(cli):
     """Without --yes, reset asks, and 'n' changes nothing."""
     path = cli.root / TALLY
