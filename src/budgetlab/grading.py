@@ -18,6 +18,7 @@ import pytest
 
 from budgetlab import database, stack
 from budgetlab.paths import labs_root
+from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 
@@ -119,15 +120,10 @@ def kontor_db(django_ready) -> str:
 
 
 @pytest.fixture
-def broker_url() -> str:
-    """A Redis database of its own for one check, emptied before use."""
-    import redis
-
-    control = redis.Redis.from_url(stack.redis_url(0))
-    number = 1 + control.incr("budgetlab:broker-db") % 15
-    url = stack.redis_url(number)
-    redis.Redis.from_url(url).flushdb()
-    return url
+def broker_url():
+    """A Redis database of its own for one check, emptied before use and leased until the check ends."""
+    with RedisLease() as lease:
+        yield lease.url
 
 
 @pytest.fixture

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import redis
 
-from budgetlab import clock, database, stack
+from budgetlab import clock, database
 from budgetlab.errors import BudgetlabError
 from budgetlab.grading import CouldNotGrade
+from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree
 
 SLUG = "lab1_inherited_limit"
@@ -109,14 +110,6 @@ class _Environment(Environment):
         return env
 
 
-def _broker_url() -> str:
-    """A Redis database of its own for one fleet, emptied first (the harness's own scheme)."""
-    control = redis.Redis.from_url(stack.redis_url(0))
-    url = stack.redis_url(1 + control.incr("budgetlab:broker-db") % 15)
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
 class Fleet:
     """One run of the target's entrypoint.sh: five masters, one per queue, stopped by PID afterwards."""
 
@@ -125,7 +118,8 @@ class Fleet:
 
         self.target_dir = target_dir
         self.overrides = dict(overrides or {})
-        self.broker_url = _broker_url()
+        self.lease = RedisLease()
+        self.broker_url = self.lease.url
         self.name = f"check-{uuid.uuid4().hex[:6]}"
         path = os.pathsep.join(filter(None, [str(target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
         env = _Environment(target_dir=target_dir, database_url=database_url, broker_url=self.broker_url,
@@ -197,6 +191,7 @@ class Fleet:
         # Nothing in a probe needs a warm shutdown: whatever is left after half a second is killed.
         self.tree.stop(grace=0.5)
         self.client.close()
+        self.lease.release()
 
 
 def start_one_after_another(fleets: list[Fleet], then) -> None:

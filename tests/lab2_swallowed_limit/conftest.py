@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import pytest
 from django.db import connections
 
-from budgetlab import database, stack
+from budgetlab import database
 from budgetlab.grading import CouldNotGrade
+from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 # Three children for the oversized jobs, two for the seven small ones.
@@ -24,16 +25,6 @@ class Workday:
 
     endings: dict  # Spec -> Ending
     killed: list[int]
-
-
-def _broker() -> str:
-    import redis
-
-    # The grading plugin's rotation, so that concurrent checks rarely share a Redis database.
-    number = 1 + redis.Redis.from_url(stack.redis_url(0)).incr("budgetlab:broker-db") % 15
-    url = stack.redis_url(number)
-    redis.Redis.from_url(url).flushdb()
-    return url
 
 
 @pytest.fixture(scope="session")
@@ -56,10 +47,11 @@ def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
     previous = connection.settings_dict["NAME"]
     connection.settings_dict["NAME"] = name
     folder = tmp_path_factory.mktemp("lab2")
-    tree = app = None
+    tree = app = lease = None
     try:
         jobs = {spec: create_job(spec) for spec in (*OVERSIZED, *WITH_BAD_ITEMS, *FITTING)}
-        broker = _broker()
+        lease = RedisLease()
+        broker = lease.url
         plan = folder / "plan.json"
         plan.write_text(json.dumps(latency_plan()))
         queue = f"check-{uuid.uuid4().hex[:8]}"
@@ -87,6 +79,8 @@ def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
             tree.stop(grace=0.5)
         if app is not None:
             app.close()
+        if lease is not None:
+            lease.release()
         connection.close()
         connection.settings_dict["NAME"] = previous
         database.drop(name)

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import database, stack
+from budgetlab import database
 from budgetlab.grading import CouldNotGrade
+from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 OVERDUE = "sweeps.invoices_mark_overdue"
@@ -131,17 +132,6 @@ def using_database(name: str) -> Iterator[None]:
         connection.settings_dict["NAME"] = previous
 
 
-def fresh_broker_url() -> str:
-    """A Redis database of its own, emptied, as the grading plugin's broker_url fixture gives one."""
-    import redis
-
-    control = redis.Redis.from_url(stack.redis_url(0))
-    number = 1 + control.incr("budgetlab:broker-db") % 15
-    url = stack.redis_url(number)
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
 def wait_until(predicate: Callable[[], object], seconds: float) -> object:
     """Poll every 20 ms until predicate returns something true or the wall deadline passes."""
     deadline = time.monotonic() + seconds
@@ -166,7 +156,7 @@ class Bench:
         self.target_dir, self.workdir = target_dir, workdir
         self.queue = f"check-{uuid.uuid4().hex[:8]}"
         self.database_url = self.database_name = None
-        self.worker = self.client = None
+        self.worker = self.client = self.lease = None
         self.due: DueInvoices | None = None
         self.slow_id: int | None = None
         self._originals: list = []
@@ -196,7 +186,8 @@ class Bench:
             if Invoice.objects.exclude(**SEEDED).exists():
                 raise CouldNotGrade("the seeded invoices are not all open and unreminded; the checks expect them so")
             self.slow_id = Invoice.objects.filter(due_on__gte=TODAY).order_by("id").values_list("pk", flat=True)[0]
-        broker = fresh_broker_url()
+        self.lease = RedisLease()
+        broker = self.lease.url
         self.workdir.mkdir(parents=True, exist_ok=True)
         plan = self.workdir / "plan.json"
         plan.write_text(json.dumps({**FAST_PLAN, "model": {**FAST_PLAN["model"],
@@ -218,6 +209,8 @@ class Bench:
             self.worker.stop()
         if self.client is not None:
             self.client.close()
+        if self.lease is not None:
+            self.lease.release()
         if self.database_name:
             from django.db import connections
 

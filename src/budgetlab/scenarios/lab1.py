@@ -33,9 +33,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock, database, stack
+from budgetlab import clock, database
 from budgetlab.errors import BudgetlabError
 from budgetlab.paths import state_dir
+from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree
 
 SLUG = "lab1_inherited_limit"
@@ -85,12 +86,12 @@ def play(target_dir: Path, console: Console) -> int:
     console.print(f"[bold]Lab 1 · the limit nobody chose[/]  ({clock.describe()}, Celery {celery.__version__})")
     console.print(f"Five Celery masters from {target_dir.name}/{SLUG}/entrypoint.sh, then a {UPLOAD_FILES}-file bulk OCR "
                   "upload and one customer's reminder sweep, on a fresh copy of the seeded database.")
-    url = database.scratch_database("run1")
-    broker_url = _broker_url()
-    tree = None
+    lease = RedisLease()
+    url = tree = None
     try:
-        tree = _start_masters(target_dir, url, broker_url, console)
-        app, tasks = _producer(target_dir, url, broker_url)
+        url = database.scratch_database("run1")
+        tree = _start_masters(target_dir, url, lease.url, console)
+        app, tasks = _producer(target_dir, url, lease.url)
         jobs = _run_jobs(app, tasks, tree, console)
         _print_outcomes(jobs, console)
         workers = _workers(app)
@@ -108,17 +109,9 @@ def play(target_dir: Path, console: Console) -> int:
             with console.status("stopping the five masters …"):
                 tree.stop(grace=3.0)
         _close_django()
-        database.drop(url.rsplit("/", 1)[1])
-
-
-def _broker_url() -> str:
-    """A Redis database of its own for this run, emptied first."""
-    import redis
-
-    control = redis.Redis.from_url(stack.redis_url(0))
-    url = stack.redis_url(1 + control.incr("budgetlab:broker-db") % 15)
-    redis.Redis.from_url(url).flushdb()
-    return url
+        if url is not None:
+            database.drop(url.rsplit("/", 1)[1])
+        lease.release()
 
 
 def _start_masters(target_dir: Path, database_url: str, broker_url: str, console: Console) -> WorkerTree:

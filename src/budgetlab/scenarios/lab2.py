@@ -33,9 +33,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock, database, stack
+from budgetlab import clock, database
 from budgetlab.errors import BudgetlabError
 from budgetlab.latency import MODEL_CALL, keyed_rng
+from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 SLUG = "lab2_swallowed_limit"
@@ -127,16 +128,6 @@ def _create_jobs(subsystems: list[Subsystem]) -> None:
     subsystems[2].job = AgentRun.objects.create(
         company=company, goal="Prepare the VAT return for the first quarter of 2026",
         steps=[f"Check booking {n} of the quarter against its receipt" for n in range(1, STEPS + 1)])
-
-
-def _broker() -> str:
-    import redis
-
-    # The grading plugin's rotation, so that a run and a concurrent check rarely share a Redis database.
-    number = 1 + redis.Redis.from_url(stack.redis_url(0)).incr("budgetlab:broker-db") % 15
-    url = stack.redis_url(number)
-    redis.Redis.from_url(url).flushdb()
-    return url
 
 
 def _read_budgets(subsystems: list[Subsystem]) -> None:
@@ -364,7 +355,7 @@ def play(target_dir: Path, console: Console) -> int:
     url = database.scratch_database("lab2run")
     name = url.rsplit("/", 1)[1]
     folder = Path(tempfile.mkdtemp(prefix="budgetlab-lab2-"))
-    previous = tree = app = None
+    previous = tree = app = lease = None
     environment = os.environ.get("KONTOR_DATABASE_URL")
     sys.path.insert(0, str(target_dir))
     try:
@@ -372,7 +363,8 @@ def play(target_dir: Path, console: Console) -> int:
         _create_jobs(subsystems)
         plan = folder / "plan.json"
         plan.write_text(json.dumps(latency_plan()))
-        broker = _broker()
+        lease = RedisLease()
+        broker = lease.url
         queue = f"lab2-{uuid.uuid4().hex[:8]}"
         env = Environment(target_dir=target_dir, database_url=url, broker_url=broker,
                           modules=[f"{SLUG}.{sub.module}" for sub in subsystems], latency_plan=plan)
@@ -412,6 +404,8 @@ def play(target_dir: Path, console: Console) -> int:
                 tree.stop(grace=1.0)
             if app is not None:
                 app.close()
+            if lease is not None:
+                lease.release()
             if previous is not None:
                 from django.db import connections
 

@@ -1,0 +1,75 @@
+"""Redis databases leased to one check or run at a time, so that concurrent ones never empty each other's broker."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from budgetlab.errors import BudgetlabError
+
+# Database 0 holds the leases (and is Kontor's default broker); every other one can be leased.
+_LEASE_KEY = "budgetlab:lease:{}"
+_CURSOR_KEY = "budgetlab:lease-cursor"
+# Longer than any check (its deadline is 180 s) or run; a holder that was SIGKILLed
+# before it could release still frees its database after this long.
+LEASE_SECONDS = 900
+# Deletes the lease only while it is still this holder's: after an expiry, someone else's.
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+class RedisLease:
+    """One Redis database, emptied and held for its holder until release() or the end of a with block."""
+
+    def __init__(self, empty: bool = True, seconds: int = LEASE_SECONDS):
+        import redis
+
+        from budgetlab import stack
+
+        self._control = redis.Redis.from_url(stack.redis_url(0))
+        self._token = f"{os.getpid()}-{uuid.uuid4().hex}"
+        self.number = self._acquire(seconds)
+        self.url = stack.redis_url(self.number)
+        if empty:
+            redis.Redis.from_url(self.url).flushdb()
+
+    def _acquire(self, seconds: int) -> int:
+        count = _database_count(self._control)
+        # Start after the last lease handed out, so a database just released rests a while.
+        start = self._control.incr(_CURSOR_KEY)
+        for offset in range(count - 1):
+            number = 1 + (start + offset) % (count - 1)
+            if self._control.set(_LEASE_KEY.format(number), self._token, nx=True, ex=seconds):
+                return number
+        self._control.close()
+        raise BudgetlabError(f"all {count - 1} Redis databases are in use by other checks or runs; "
+                             "try again when they have finished")
+
+    def release(self) -> None:
+        """Give the database back; calling it twice, or after the lease expired, does no harm."""
+        import redis
+
+        if self._control is None:
+            return
+        try:
+            self._control.eval(_RELEASE, 1, _LEASE_KEY.format(self.number), self._token)
+        except redis.RedisError:
+            pass  # the lease expires on its own
+        finally:
+            self._control.close()
+            self._control = None
+
+    def __enter__(self) -> RedisLease:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release()
+
+
+def _database_count(control) -> int:
+    """Return how many databases the server has; 16, Redis's default, when CONFIG is not allowed."""
+    import redis
+
+    try:
+        return int(control.config_get("databases")["databases"])
+    except (redis.RedisError, KeyError, ValueError):
+        return 16
