@@ -70,5 +70,5 @@ clean-venv: ## Remove .venv and .venv-celery57
 	rm -rf $(VENV) $(VENV57)
 
 clean: ## Stop the stack and remove .venv and .budgetlab
-	-test -x $(BIN)/budgetlab && $(BIN)/budgetlab stack down
+	-test -x $(BIN)/budgetlab && $(BIN)/budgetlab stack down --remove-copies
 	rm -rf $(VENV) $(VENV57) .budgetlab site

@@ -178,12 +178,17 @@ def stack_up() -> None:
 
 
 @stack_app.command("down")
-def stack_down() -> None:
+def stack_down(remove_copies: bool = typer.Option(
+        False, "--remove-copies",
+        help="Also delete the data and binaries kept under /tmp for a checkout the server cannot reach.")) -> None:
     """Stop the servers the stack started, by PID."""
     from budgetlab import stack
 
     stopped = stack.down()
     console.print("stopped " + ", ".join(stopped) if stopped else "nothing to stop: no server the stack started is running")
+    if remove_copies:
+        for folder in stack.remove_outside_copies():
+            console.print(f"removed {folder}")
 
 
 @stack_app.command("status")

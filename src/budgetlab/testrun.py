@@ -1,4 +1,4 @@
-"""`make test`: bring the stack up, run the whole suite, and stop what this run started.
+"""`make test`: bring the stack up, run the whole suite, and stop (and remove from /tmp) what this run started.
 
 When this machine also runs PostgreSQL 15 on 5432 and Redis 7 on 6379,
 the tests marked `external` run a second time against those servers, so
@@ -52,6 +52,8 @@ def main(args: list[str]) -> int:
     finally:
         if started_here:
             stack.down()
+            # A clone in a private folder (CI's) needed copies under /tmp; they go with the run.
+            stack.remove_outside_copies()
     return code
 
 

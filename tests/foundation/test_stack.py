@@ -39,24 +39,35 @@ def processes_under(root: Path) -> list[str]:
 def private_stack(tmp_path):
     """A stack of its own under a temporary root, always taken down and its data removed."""
     yield tmp_path
-    budgetlab(tmp_path, "stack", "down")
-    remove_fallback_data(tmp_path)
-
-
-def remove_fallback_data(root: Path) -> None:
-    """Delete the /tmp data folder a stack under a private root had to use."""
-    import shutil
-
-    try:
-        data = Path(state(root)["postgres"]["data"])
-    except (OSError, KeyError, ValueError):
-        return
-    if data.parent.name.startswith("budgetlab-pgdata-"):
-        shutil.rmtree(data.parent, ignore_errors=True)
+    budgetlab(tmp_path, "stack", "down", "--remove-copies")
 
 
 def state(root: Path) -> dict:
     return json.loads((root / ".budgetlab" / "stack.json").read_text())
+
+
+def test_remove_copies_deletes_what_a_stopped_stack_kept_under_tmp_and_spares_binaries_in_use(private_stack):
+    """stack down --remove-copies: the private root's /tmp data goes; binaries another stack runs from stay."""
+    from budgetlab import stack
+    from budgetlab.stack.postgres import install_dir
+    from budgetlab.stack.process import pid_cmdline, running_from
+    from budgetlab.stack.unprivileged import outside_copy
+
+    up = budgetlab(private_stack, "stack", "up")
+    assert up.returncode == 0, up.stderr
+    data = Path(state(private_stack)["postgres"]["data"])
+    down = budgetlab(private_stack, "stack", "down", "--remove-copies")
+    assert down.returncode == 0, down.stderr
+    if data.parent.name.startswith("budgetlab-pgdata-"):
+        assert not data.parent.exists() and f"removed {data.parent}" in down.stdout
+    else:
+        assert data.is_dir(), "data inside the checkout is the checkout's to remove"
+    copy = outside_copy("pginstall", install_dir())
+    assert not copy.exists() or running_from(copy), "an unused copy of the binaries was left under /tmp"
+    suite = stack.servers()["postgres"]
+    if not suite.external and suite.running:
+        program = pid_cmdline(suite.pid).split()[0]
+        assert Path(program).exists(), f"the suite's own PostgreSQL lost its binaries: {program}"
 
 
 def test_up_then_down_leaves_no_process(private_stack):

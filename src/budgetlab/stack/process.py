@@ -53,6 +53,16 @@ def pid_cmdline(pid: int) -> str:
         return ""
 
 
+def running_from(folder: Path) -> list[int]:
+    """Return the PIDs of live processes whose program lies under folder (read from /proc)."""
+    prefix = str(folder).rstrip("/") + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and pid_cmdline(int(entry.name)).startswith(prefix) and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 def parent_pid(pid: int) -> int | None:
     """Return a process's parent PID from /proc, or None if it is gone."""
     try:

@@ -80,6 +80,12 @@ def reachable(path: Path, account: Account) -> bool:
     return True
 
 
+def outside_copy(label: str, path: Path) -> Path:
+    """Return the folder under /tmp that stands in for `path` when the server's account cannot reach it."""
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    return Path("/tmp") / f"budgetlab-{label}-{digest}"
+
+
 def reachable_home(preferred: Path, account: Account, label: str) -> Path:
     """Return preferred if the account can reach it, else a private folder under /tmp.
 
@@ -87,8 +93,7 @@ def reachable_home(preferred: Path, account: Account, label: str) -> Path:
     """
     if reachable(preferred.parent, account):
         return preferred
-    digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:10]
-    fallback = Path("/tmp") / f"budgetlab-{label}-{digest}"
+    fallback = outside_copy(label, preferred)
     fallback.mkdir(mode=0o755, exist_ok=True)
     os.chmod(fallback, 0o755)
     return fallback / preferred.name
@@ -106,8 +111,7 @@ def reachable_binaries(install: Path, account: Account) -> Path:
     """
     if reachable(install / "bin" / "postgres", account):
         return install
-    digest = hashlib.sha1(str(install).encode()).hexdigest()[:10]
-    copy = Path("/tmp") / f"budgetlab-pginstall-{digest}"
+    copy = outside_copy("pginstall", install)
     marker = copy / ".complete"
     if not marker.exists():
         if copy.exists():
