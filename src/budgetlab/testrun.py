@@ -52,8 +52,14 @@ def main(args: list[str]) -> int:
     finally:
         if started_here:
             stack.down()
-            # A clone in a private folder (CI's) needed copies under /tmp; they go with the run.
-            stack.remove_outside_copies()
+            embedded = {kind for kind, server in stack.servers().items() if not server.external}
+            # A clone in a private folder (CI's) needed copies under /tmp; they go with the run,
+            # unless a stack of the workshop's own was running before and its data is not ours.
+            if set(started_here) == embedded:
+                try:
+                    stack.remove_outside_copies()
+                except BudgetlabError as exc:
+                    print(f"warning: {exc}", file=sys.stderr)
     return code
 
 
