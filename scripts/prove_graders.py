@@ -64,5 +64,11 @@ def prove(number: int) -> bool:
 
 
 if __name__ == "__main__":
-    numbers = [int(arg) for arg in sys.argv[1:]] or [lab.number for lab in labs.load()]
+    known = [lab.number for lab in labs.load()]
+    wrong = [arg for arg in sys.argv[1:] if not arg.isdigit() or int(arg) not in known]
+    if wrong:
+        print(f"usage: prove_graders.py [LAB ...]; no lab {', '.join(wrong)} (the labs are "
+              f"{', '.join(map(str, known))})", file=sys.stderr)
+        sys.exit(2)
+    numbers = [int(arg) for arg in sys.argv[1:]] or known
     sys.exit(0 if all([prove(n) for n in numbers]) else 1)

@@ -119,19 +119,19 @@ class Fleet:
         self.target_dir = target_dir
         self.overrides = dict(overrides or {})
         self.lease = RedisLease()
-        self.broker_url = self.lease.url
+        broker_url = self.lease.url
         self.name = f"check-{uuid.uuid4().hex[:6]}"
         path = os.pathsep.join(filter(None, [str(target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
-        env = _Environment(target_dir=target_dir, database_url=database_url, broker_url=self.broker_url,
+        env = _Environment(target_dir=target_dir, database_url=database_url, broker_url=broker_url,
                            modules=[f"{SLUG}.tasks", "lab1_probes"],
                            extra={"PYTHON": sys.executable, "KONTOR_WORKER_NAME": self.name,
                                   "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides})
         self.tree = _Tree(["bash", str(target_dir / SLUG / "entrypoint.sh")], env, log, expect_ready=5,
                                cwd=target_dir / SLUG)
-        self.client = Celery("grader", broker=self.broker_url, backend=self.broker_url, set_as_current=False)
+        self.client = Celery("grader", broker=broker_url, backend=broker_url, set_as_current=False)
         self.client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
                                 result_extended=True)
-        self.notes = redis.Redis.from_url(self.broker_url)
+        self.notes = redis.Redis.from_url(broker_url)
         self.error: str | None = None
 
     def start(self) -> None:

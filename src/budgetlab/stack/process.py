@@ -53,14 +53,15 @@ def pid_cmdline(pid: int) -> str:
         return ""
 
 
+def _pids() -> list[int]:
+    """Return every PID /proc lists right now."""
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
 def running_from(folder: Path) -> list[int]:
     """Return the PIDs of live processes whose program lies under folder (read from /proc)."""
     prefix = str(folder).rstrip("/") + "/"
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and pid_cmdline(int(entry.name)).startswith(prefix) and pid_alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
+    return [pid for pid in _pids() if pid_cmdline(pid).startswith(prefix) and pid_alive(pid)]
 
 
 def parent_pid(pid: int) -> int | None:
@@ -74,11 +75,10 @@ def parent_pid(pid: int) -> int | None:
 def descendants(root: int) -> set[int]:
     """Return the PIDs below root, read from /proc."""
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            parent = parent_pid(int(entry.name))
-            if parent is not None:
-                children.setdefault(parent, []).append(int(entry.name))
+    for pid in _pids():
+        parent = parent_pid(pid)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
     found, todo = set(), [root]
     while todo:
         for child in children.get(todo.pop(), []):
