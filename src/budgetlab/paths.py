@@ -38,3 +38,11 @@ def labs_root() -> Path:
     """Return the tree that holds labs/, solutions/ and tests/ (BUDGETLAB_LABS_ROOT overrides)."""
     override = os.environ.get("BUDGETLAB_LABS_ROOT")
     return Path(override).resolve() if override else repo_root()
+
+
+def display_path(path: Path) -> str:
+    """Return a path as a person knows it: relative to the checkout when it lies inside."""
+    try:
+        return str(Path(path).relative_to(repo_root()))
+    except ValueError:
+        return str(path)

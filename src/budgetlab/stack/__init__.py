@@ -92,6 +92,23 @@ def require() -> dict[str, Server]:
     return found
 
 
+def fault() -> str | None:
+    """Return one sentence naming a server that stopped or no longer answers, or None when both answer."""
+    for server in servers().values():
+        name = "PostgreSQL" if server.kind == "postgres" else "Redis"
+        if not server.external and not server.running:
+            return (f"{name} (PID {server.pid or '?'}) stopped while budgetlab was using it; "
+                    "start it again with 'budgetlab stack up'")
+        try:
+            (postgres if server.kind == "postgres" else redis).version(server.url)
+        except Exception:  # any driver error means the same to the person: it does not answer
+            where = urlsplit(server.url).netloc.rpartition("@")[2]
+            remedy = ("check that server, then try again" if server.external
+                      else "restart the stack with 'budgetlab stack down' and 'budgetlab stack up'")
+            return f"{name} at {where} stopped answering while budgetlab was using it; {remedy}"
+    return None
+
+
 def up() -> dict[str, Server]:
     """Start whatever is not running yet; a second call only checks."""
     root = state_dir()

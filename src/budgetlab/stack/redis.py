@@ -49,7 +49,8 @@ def version(url: str) -> str:
     """Return the server's version string, such as '6.2.12'."""
     import redis as redis_client
 
-    return redis_client.Redis.from_url(url, socket_connect_timeout=2).info("server")["redis_version"]
+    with redis_client.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5) as client:
+        return client.info("server")["redis_version"]
 
 
 def stop(pid: int) -> None:
