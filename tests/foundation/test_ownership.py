@@ -47,13 +47,20 @@ def customers(name: str) -> list[tuple]:
 
 
 def test_stack_up_refuses_a_database_url_naming_someone_elses_database(someone_elses_database, tmp_path):
-    """stack up with DATABASE_URL on a database budgetlab did not create: exit 2, one line naming it, data intact."""
+    """stack up with DATABASE_URL on a database budgetlab did not create: exit 2, one line naming it, data intact.
+
+    stack down, pointed at the same servers, stops nothing and drops nothing.
+    """
     servers = stack.servers()
     url = stack.database_url(someone_elses_database)
     result = cli(tmp_path, "stack", "up", DATABASE_URL=url, REDIS_URL=stack.redis_url(0))
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2, result.stdout + result.stderr
     assert len(lines) == 1 and f'"{someone_elses_database}"' in lines[0] and "drop it yourself" in lines[0], lines
+    assert customers(someone_elses_database) == [(1, "Erika Mustermann")]
+    down = cli(tmp_path, "stack", "down", DATABASE_URL=url, REDIS_URL=stack.redis_url(0))
+    assert down.returncode == 0 and "nothing to stop" in down.stdout, down.stdout + down.stderr
+    assert stack.fault() is None, "stack down stopped servers it was only pointed at"
     assert customers(someone_elses_database) == [(1, "Erika Mustermann")]
     assert stack.servers()["postgres"].url == servers["postgres"].url
 

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from budgetlab import logcap
 from budgetlab.errors import BudgetlabError
 from budgetlab.paths import state_dir
-from budgetlab.stack import postgres, process, redis, state
+from budgetlab.stack import postgres, process, redis, secrets, state
 
 DEFAULT_DATABASE = "kontor"
+# A server's log grows across starts; past this size the next start begins a new one and keeps one old.
+LOG_ROTATE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,10 @@ def servers() -> dict[str, Server]:
             found[kind] = Server(kind, url, None, external=True)
         else:
             entry = recorded.get(kind) or {}
-            found[kind] = Server(kind, entry.get("url", ""), entry.get("pid"), external=False)
+            url = entry.get("url", "")
+            if url and entry.get("auth") == "password":
+                url = secrets.with_password(url, secrets.password(kind))
+            found[kind] = Server(kind, url, entry.get("pid"), external=False)
     return found
 
 
@@ -125,7 +131,10 @@ def up() -> dict[str, Server]:
         port = entry.get("port")
         if not port or not process.port_is_free(port):
             port = process.free_port()
-        recorded[kind] = module.start(root, root / f"{kind}.log", port)
+        log = root / f"{kind}.log"
+        if log.exists() and log.stat().st_size > LOG_ROTATE_BYTES:
+            logcap.rotate(log)
+        recorded[kind] = module.start(root, log, port)
         state.save(recorded)
     state.save(recorded)
     return servers()
@@ -180,7 +189,8 @@ def remove_outside_copies() -> list[Path]:
 
 def describe(server: Server) -> dict:
     """Return what `stack status` shows for one server: version, URL, PID."""
-    info = {"kind": server.kind, "url": server.url, "pid": server.pid, "external": server.external,
+    info = {"kind": server.kind, "url": secrets.without_password(server.url), "pid": server.pid,
+            "external": server.external, "password": urlsplit(server.url).password is not None,
             "running": server.running, "version": None}
     if server.url and server.running:
         try:
