@@ -46,6 +46,7 @@ def test_leases_are_distinct_and_a_released_database_comes_back_empty():
         first = leases.pop(0)
         redis.Redis.from_url(first.url).set("left", "by the last holder")
         first.release()
+        assert redis.Redis.from_url(first.url).keys() == [MARK_KEY.encode()], "a release left its keys behind"
         first.release()  # twice does no harm
         with RedisLease() as again:
             assert again.number == first.number
@@ -68,8 +69,12 @@ def test_an_expired_lease_frees_its_database_and_its_late_release_takes_nothing_
     try:
         assert stale.number in {lease.number for lease in leases}
         holder = control.get(key)
+        queued = redis.Redis.from_url(stale.url)
+        queued.set("queued", "the new holder's message")
         stale.release()
         assert control.get(key) == holder, "a late release deleted the new holder's lease"
+        assert queued.get("queued") == b"the new holder's message", "a late release emptied the new holder's database"
+        queued.close()
     finally:
         for lease in leases:
             lease.release()

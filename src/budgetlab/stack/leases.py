@@ -20,6 +20,19 @@ _CURSOR_KEY = "budgetlab:lease-cursor"
 LEASE_SECONDS = 900
 # Deletes the lease only while it is still this holder's: after an expiry, someone else's.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+# The same, after emptying the leased database (run in the lease's database 0; a SELECT
+# inside a script changes only the script's own database), so a run leaves behind no
+# queue or result on a server it shares with others, only its mark.
+_RELEASE_EMPTY = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('select', ARGV[2])
+if redis.call('exists', ARGV[3]) == 1 then
+  redis.call('flushdb')
+  redis.call('set', ARGV[3], ARGV[4])
+end
+redis.call('select', ARGV[5])
+return redis.call('del', KEYS[1])
+"""
 # Written into every database budgetlab leases; without it, a database that holds keys is someone else's.
 MARK_KEY = "budgetlab:leased-database"
 _MARK_VALUE = "leased by budgetlab for a check or run; budgetlab empties this database before reusing it"
@@ -41,7 +54,8 @@ class RedisLease:
 
         from budgetlab import stack
 
-        self._control = redis.Redis.from_url(stack.redis_url(0))
+        self._control_db = 0
+        self._control = redis.Redis.from_url(stack.redis_url(self._control_db))
         self._token = f"{os.getpid()}-{uuid.uuid4().hex}"
         self.number = self._acquire(seconds, empty)
         self.url = stack.redis_url(self.number)
@@ -82,7 +96,8 @@ class RedisLease:
         if self._control is None:
             return
         try:
-            self._control.eval(_RELEASE, 1, _LEASE_KEY.format(self.number), self._token)
+            self._control.eval(_RELEASE_EMPTY, 1, _LEASE_KEY.format(self.number), self._token, self.number,
+                               MARK_KEY, _MARK_VALUE, self._control_db)
         except redis.RedisError:
             pass  # the lease expires on its own
         finally:
