@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import open_probe
 from docs_support import DOCS, SCREENSHOTS
@@ -12,6 +14,10 @@ LAB_PAGES = [f"labs/lab{number}/" for number in range(1, 6)]
 # The pages that draw Mermaid diagrams, with how many each one draws.
 DIAGRAM_PAGES = {
     "": 1,
+    "labs/lab2/": 1,
+    "labs/lab3/": 1,
+    "labs/lab4/": 1,
+    "labs/lab5/": 1,
     "concepts/time-limits/": 2,
     "concepts/soft-and-hard/": 2,
     "concepts/statistics-snapshots/": 1,
@@ -197,3 +203,17 @@ def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, bu
     finally:
         context.close()
     assert not problems, f"{len(problems)} problem(s) at {screen} width:\n" + "\n".join(problems)
+
+
+def test_cheat_sheet_prints_on_one_page(probe, site_url):
+    """Printed from the browser, the cheat sheet fits one A4 page, with the commands and the three things on it."""
+    page = open_page(probe, site_url, "cheatsheet/")
+    pdf = page.pdf(format="A4", prefer_css_page_size=True)
+    pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
+    assert pages == 1, f"the printed cheat sheet takes {pages} pages"
+    page.emulate_media(media="print")
+    assert not page.locator(".md-header").is_visible(), "the site's header is printed on the cheat sheet"
+    text = page.locator("article").inner_text()
+    for needed in ("budgetlab check N", "budgetlab hint N", "A budget someone chose", "Where to look"):
+        assert needed in text, f"the cheat sheet lacks {needed!r}"
+    assert_clean(probe, "cheatsheet/")
