@@ -116,9 +116,12 @@ MEASURE = """
 () => {
   const article = document.querySelector("article.md-content__inner") || document.body;
   const labels = [];
+  const diagrams = [];
   for (const host of article.querySelectorAll("div.mermaid")) {
     const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");
     if (!svg) { labels.push({text: "(a diagram that did not render)", px: 0}); continue; }
+    diagrams.push({text: (svg.textContent || "").trim().slice(0, 40), drawn: svg.getBoundingClientRect().width,
+                   column: host.clientWidth});
     const viewBox = svg.viewBox && svg.viewBox.baseVal;
     const scale = viewBox && viewBox.width ? svg.getBoundingClientRect().width / viewBox.width : 1;
     for (const node of svg.querySelectorAll("text, tspan, foreignObject span, foreignObject p, foreignObject div")) {
@@ -144,7 +147,7 @@ MEASURE = """
   const openAnswers = [...article.querySelectorAll("details[open]")].map(
     (block) => (block.querySelector("summary") || block).textContent.trim().slice(0, 60));
   const nav = [...document.querySelectorAll("nav.md-nav--primary a")].map((link) => link.textContent.trim());
-  return {labels, columns, consoles, openAnswers, nav};
+  return {labels, diagrams, columns, consoles, openAnswers, nav};
 }
 """
 
@@ -168,8 +171,9 @@ def wait_for_diagrams(page):
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", VIEWPORTS)
 def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, built_site, screen):
-    """On every page: diagram labels of 11 px or more, no crushed table column, no console line cut off,
-    every answer block closed on load, the instructor section in the nav; a full-page screenshot of each."""
+    """On every page: diagram labels of 11 px or more (and diagrams that fit a laptop's column), no crushed table
+    column, no console line cut off, every answer block closed on load, the instructor section in the nav;
+    a full-page screenshot of each in .budgetlab/shots/."""
     context, probe = open_probe(chromium_browser, site_url, VIEWPORTS[screen])
     shots = SCREENSHOTS / screen
     shots.mkdir(parents=True, exist_ok=True)
@@ -187,6 +191,11 @@ def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, bu
                          for label in found["labels"] if label["px"] < SMALLEST_LABEL_PX]
             problems += [f"{where}: table column {column['text']!r} only {column['px']:.0f} px wide"
                          for column in found["columns"] if column["px"] < NARROWEST_COLUMN_PX[screen]]
+            if screen == "desktop":
+                # On a laptop a diagram fits its column; on a phone it may scroll sideways instead of shrinking.
+                problems += [f"{where}: diagram {diagram['text']!r} is {diagram['drawn']:.0f} px wide in a "
+                             f"{diagram['column']} px column" for diagram in found["diagrams"]
+                             if diagram["drawn"] > diagram["column"] + 1]
             if screen == "desktop" and path.startswith("labs/lab"):
                 problems += [f"{where}: console block {block['text']!r} is {block['content']} px wide in a "
                              f"{block['block']} px block" for block in found["consoles"]
