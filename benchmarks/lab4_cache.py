@@ -41,6 +41,11 @@ def measure(target: Path):
         database.drop(url.rsplit("/", 1)[1])
 
 
+def shown(path: Path) -> str:
+    """Return a tree's path as a reader types it: relative to the checkout when it is inside it."""
+    return f"{path.relative_to(ROOT)}/" if path.is_relative_to(ROOT) else str(path)
+
+
 def ratio(slow: float, fast: float) -> str:
     return f"{slow / fast:,.0f}x" if fast else "-"
 
@@ -83,7 +88,7 @@ def main() -> int:
           f"{args.rounds} round(s), medians")
     print(f"python {platform.python_version()} on {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}; {clock.describe()}")
-    print(f"uncached: {trees['uncached']}\ncached:   {trees['cached']}\n")
+    print(f"uncached: {shown(trees['uncached'])}\ncached:   {shown(trees['cached'])}\n")
     print(f"{'':<22}{'uncached':>14}{'cached':>14}{'ratio':>10}")
     for label, field, show in figures:
         slow, fast = median("uncached", field), median("cached", field)

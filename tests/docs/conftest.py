@@ -92,10 +92,9 @@ class PageProbe:
     external_requests: list
 
 
-@pytest.fixture
-def probe(chromium_browser, site_url):
-    """A fresh light-mode page that blocks and records every request leaving localhost."""
-    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+def open_probe(browser, site_url, viewport: dict) -> tuple[object, PageProbe]:
+    """Return (context, probe): a fresh light-mode page of this size that blocks every request leaving localhost."""
+    context = browser.new_context(viewport=viewport, color_scheme="light")
     context.add_init_script(OPEN_SHADOW_ROOTS)
     external: list[str] = []
 
@@ -112,7 +111,14 @@ def probe(chromium_browser, site_url):
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    return context, PageProbe(page, errors, external)
+
+
+@pytest.fixture
+def probe(chromium_browser, site_url):
+    """A fresh light-mode page at 1280 x 900 that blocks and records every request leaving localhost."""
+    context, page_probe = open_probe(chromium_browser, site_url, {"width": 1280, "height": 900})
     try:
-        yield PageProbe(page, errors, external)
+        yield page_probe
     finally:
         context.close()

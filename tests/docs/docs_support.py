@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-SCREENSHOTS = ROOT / ".budgetlab" / "screenshots"
+SCREENSHOTS = ROOT / ".budgetlab" / "shots"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -66,8 +66,13 @@ def build_site(config_file: Path, site_dir: Path) -> Build:
 
 
 def copy_project(destination: Path) -> Path:
-    """Copy mkdocs.yml and docs/ into destination, for tests that build a changed copy; return the config path."""
+    """Copy mkdocs.yml, docs/ and the labs' metadata into destination, for tests that build a changed copy.
+
+    Return the config path. labs/labs.toml comes along because the hints on the lab pages are read from it.
+    """
     shutil.copy2(ROOT / "mkdocs.yml", destination / "mkdocs.yml")
+    (destination / "labs").mkdir()
+    shutil.copy2(ROOT / "labs" / "labs.toml", destination / "labs" / "labs.toml")
     shutil.copytree(DOCS, destination / "docs", ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     return destination / "mkdocs.yml"
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from conftest import open_probe
 from docs_support import DOCS, SCREENSHOTS
 
 pytestmark = pytest.mark.browser
@@ -11,6 +14,10 @@ LAB_PAGES = [f"labs/lab{number}/" for number in range(1, 6)]
 # The pages that draw Mermaid diagrams, with how many each one draws.
 DIAGRAM_PAGES = {
     "": 1,
+    "labs/lab2/": 1,
+    "labs/lab3/": 1,
+    "labs/lab4/": 1,
+    "labs/lab5/": 1,
     "concepts/time-limits/": 2,
     "concepts/soft-and-hard/": 2,
     "concepts/statistics-snapshots/": 1,
@@ -33,10 +40,6 @@ def test_page_loads_without_console_errors(probe, site_url, path):
     page = open_page(probe, site_url, path)
     assert page.locator("h1").first.is_visible(), f"/{path} shows no title"
     assert_clean(probe, path)
-    if path in ("", "labs/lab2/"):
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        name = "home" if path == "" else "lab2"
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def test_search_for_soft_time_limit_exceeded_finds_lab_2(probe, site_url):
@@ -101,3 +104,125 @@ def test_dark_mode_toggle_switches_the_palette(probe, site_url):
     page.locator("label.md-header__button[for^='__palette']:visible").click()
     page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'default'")
     assert_clean(probe, "")
+
+
+# The two screens every page must read on: a laptop and a phone.
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+SMALLEST_LABEL_PX = 11
+NARROWEST_COLUMN_PX = {"desktop": 120, "phone": 80}
+
+# Measures one loaded page in the browser; Mermaid hosts have open shadow roots (see conftest).
+MEASURE = """
+() => {
+  const article = document.querySelector("article.md-content__inner") || document.body;
+  const labels = [];
+  const diagrams = [];
+  for (const host of article.querySelectorAll("div.mermaid")) {
+    const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");
+    if (!svg) { labels.push({text: "(a diagram that did not render)", px: 0}); continue; }
+    diagrams.push({text: (svg.textContent || "").trim().slice(0, 40), drawn: svg.getBoundingClientRect().width,
+                   column: host.clientWidth});
+    const viewBox = svg.viewBox && svg.viewBox.baseVal;
+    const scale = viewBox && viewBox.width ? svg.getBoundingClientRect().width / viewBox.width : 1;
+    for (const node of svg.querySelectorAll("text, tspan, foreignObject span, foreignObject p, foreignObject div")) {
+      const text = (node.textContent || "").trim();
+      if (!text || node.getBoundingClientRect().width === 0) continue;
+      labels.push({text: text.slice(0, 40), px: parseFloat(getComputedStyle(node).fontSize) * scale});
+    }
+  }
+  const columns = [];
+  for (const table of article.querySelectorAll("table")) {
+    if (table.closest(".jp-OutputArea, .jupyter-wrapper")) continue;
+    const row = table.querySelector("tr");
+    if (!row) continue;
+    for (const cell of row.children) {
+      columns.push({text: (cell.textContent || "").trim().slice(0, 40), px: cell.getBoundingClientRect().width});
+    }
+  }
+  const consoles = [];
+  for (const code of article.querySelectorAll(".language-console pre > code")) {
+    if (code.closest("details:not([open])")) continue;
+    consoles.push({text: (code.textContent || "").trim().slice(0, 60), content: code.scrollWidth, block: code.clientWidth});
+  }
+  const openAnswers = [...article.querySelectorAll("details[open]")].map(
+    (block) => (block.querySelector("summary") || block).textContent.trim().slice(0, 60));
+  const nav = [...document.querySelectorAll("nav.md-nav--primary a")].map((link) => link.textContent.trim());
+  return {labels, diagrams, columns, consoles, openAnswers, nav};
+}
+"""
+
+
+def site_pages(site) -> list[str]:
+    """Return the path of every page of the built site, relative to its root."""
+    return sorted("" if page.parent == site else f"{page.parent.relative_to(site).as_posix()}/"
+                  for page in site.rglob("index.html")
+                  if "assets" not in page.parts and "search" not in page.parts)
+
+
+def wait_for_diagrams(page):
+    """Wait until Material has turned every Mermaid source block into a drawing."""
+    page.wait_for_function(
+        "document.querySelectorAll('pre.mermaid').length === 0 && [...document.querySelectorAll('div.mermaid')]"
+        ".every((host) => host.shadowRoot && host.shadowRoot.querySelector('svg'))",
+        timeout=15_000,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("screen", VIEWPORTS)
+def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, built_site, screen):
+    """On every page: diagram labels of 11 px or more (and diagrams that fit a laptop's column), no crushed table
+    column, no console line cut off, every answer block closed on load, the instructor section in the nav;
+    a full-page screenshot of each in .budgetlab/shots/."""
+    context, probe = open_probe(chromium_browser, site_url, VIEWPORTS[screen])
+    shots = SCREENSHOTS / screen
+    shots.mkdir(parents=True, exist_ok=True)
+    problems = []
+    pages = site_pages(built_site.require())
+    assert len(pages) >= 20, f"only {len(pages)} pages found in the built site"
+    try:
+        for path in pages:
+            # "load" and not "networkidle": the site fetches nothing late but its diagrams, waited for below.
+            probe.page.goto(site_url + path, wait_until="load")
+            wait_for_diagrams(probe.page)
+            found = probe.page.evaluate(MEASURE)
+            where = f"/{path} at {screen} width"
+            problems += [f"{where}: diagram label {label['text']!r} drawn at {label['px']:.1f} px"
+                         for label in found["labels"] if label["px"] < SMALLEST_LABEL_PX]
+            problems += [f"{where}: table column {column['text']!r} only {column['px']:.0f} px wide"
+                         for column in found["columns"] if column["px"] < NARROWEST_COLUMN_PX[screen]]
+            if screen == "desktop":
+                # On a laptop a diagram fits its column; on a phone it may scroll sideways instead of shrinking.
+                problems += [f"{where}: diagram {diagram['text']!r} is {diagram['drawn']:.0f} px wide in a "
+                             f"{diagram['column']} px column" for diagram in found["diagrams"]
+                             if diagram["drawn"] > diagram["column"] + 1]
+            if screen == "desktop" and path.startswith("labs/lab"):
+                problems += [f"{where}: console block {block['text']!r} is {block['content']} px wide in a "
+                             f"{block['block']} px block" for block in found["consoles"]
+                             if block["content"] > block["block"] + 1]
+            problems += [f"{where}: the block {title!r} is open on load" for title in found["openAnswers"]]
+            if not any("Instructor notes" in entry for entry in found["nav"]):
+                problems.append(f"{where}: the navigation does not show the instructor notes")
+            problems += [f"{where}: console error {error}" for error in probe.console_errors]
+            problems += [f"{where}: fetched {url}" for url in probe.external_requests]
+            probe.console_errors.clear()
+            probe.external_requests.clear()
+            name = path.strip("/").replace("/", "-") or "home"
+            probe.page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+    finally:
+        context.close()
+    assert not problems, f"{len(problems)} problem(s) at {screen} width:\n" + "\n".join(problems)
+
+
+def test_cheat_sheet_prints_on_one_page(probe, site_url):
+    """Printed from the browser, the cheat sheet fits one A4 page, with the commands and the three things on it."""
+    page = open_page(probe, site_url, "cheatsheet/")
+    pdf = page.pdf(format="A4", prefer_css_page_size=True)
+    pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
+    assert pages == 1, f"the printed cheat sheet takes {pages} pages"
+    page.emulate_media(media="print")
+    assert not page.locator(".md-header").is_visible(), "the site's header is printed on the cheat sheet"
+    text = page.locator("article").inner_text()
+    for needed in ("budgetlab check N", "budgetlab hint N", "A budget someone chose", "Where to look"):
+        assert needed in text, f"the cheat sheet lacks {needed!r}"
+    assert_clean(probe, "cheatsheet/")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import tomllib
@@ -9,7 +10,8 @@ import tomllib
 import pytest
 from docs_support import DOCS, ROOT, build_site, copy_project
 
-LAB_SECTIONS = ("Objectives", "The story", "Tasks", "Hints", "Expected output", "Challenge", "Further reading")
+LAB_SECTIONS = ("Questions", "Objectives", "The story", "Tasks", "Hints", "Expected output", "Challenge",
+                "Key points", "Further reading")
 EXTERNAL_ASSET = re.compile(
     r'<(?:script|img|iframe|source|audio|video)\b[^>]*\ssrc="(?:https?:)?//'
     r'|<link\b[^>]*\srel="(?:stylesheet|preload|modulepreload|preconnect|icon)"[^>]*\shref="(?:https?:)?//'
@@ -67,6 +69,25 @@ def test_lab_page_has_every_section_of_a_lab(number):
         assert f"budgetlab {command} {number}" in text, f"lab{number}.md never mentions `budgetlab {command} {number}`"
     tasks = re.search(r"^## Tasks\n(.*?)^## ", text, flags=re.MULTILINE | re.DOTALL)
     assert tasks and re.search(r"^1\. ", tasks.group(1), flags=re.MULTILINE), f"lab{number}.md has no numbered tasks"
+    assert headings[:2] == ["Questions", "Objectives"], f"lab{number}.md should open with Questions and Objectives"
+    assert headings.index("Key points") > headings.index("Challenge"), f"lab{number}.md's Key points belong at the end"
+    assert "](../glossary.md)" in text, f"lab{number}.md does not link the glossary"
+    challenge = re.search(r"^## Challenge\n(.*?)^## ", text, flags=re.MULTILINE | re.DOTALL)
+    assert '??? success "Answer' in challenge.group(1), f"lab{number}.md's challenge has no collapsed model answer"
+
+
+@pytest.mark.parametrize("number", range(1, 6))
+def test_lab_page_shows_the_hints_of_labs_toml_collapsed_in_order(built_site, number):
+    """The hints on a lab page are labs.toml's, in `budgetlab hint N` order, each in a block closed until opened."""
+    lab = next(entry for entry in load_labs() if entry["number"] == number)
+    page = (built_site.require() / "labs" / f"lab{number}" / "index.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<details class="tip">\s*<summary>(.*?)</summary>(.*?)</details>', page, flags=re.DOTALL)
+    texts = [" ".join(html.unescape(re.sub(r"<[^>]+>", "", body)).split()) for _, body in blocks]
+    assert texts == [" ".join(hint.split()) for hint in lab["hints"]], (
+        f"lab {number}'s page shows other hints than labs/labs.toml:\n{texts}"
+    )
+    titles = [re.sub(r"<[^>]+>", "", title) for title, _ in blocks]
+    assert all(title.startswith(f"Hint {index} of {len(blocks)}") for index, title in enumerate(titles, 1)), titles
 
 
 def load_labs() -> list[dict]:

@@ -135,3 +135,45 @@ def test_an_unknown_subcommand_is_reported_unavailable():
     entry = transcripts.Transcript("future", ("budgetlab", "no-such-command-yet"))
     reason = transcripts.unavailable_reason(entry)
     assert reason and "no-such-command-yet" in reason
+
+
+def console_blocks(text: str) -> list[list[str]]:
+    """Return the non-blank lines of every ```console fence in a Markdown page."""
+    blocks, body, indent = [], None, ""
+    for line in text.splitlines():
+        if body is None:
+            opening = re.match(r"^(\s*)```console\s*$", line)
+            if opening:
+                body, indent = [], opening.group(1)
+        elif re.match(rf"^{indent}```\s*$", line):
+            blocks.append(body)
+            body = None
+        elif line.strip():
+            body.append(line.strip())
+    return blocks
+
+
+# Pages not yet converted, each with its reason; remove an entry once its page includes transcripts only.
+PASTED_OUTPUT_ALLOWED = {
+    # Shortened excerpts of `budgetlab audit` ("[...]"), owned by the audit's own work.
+    "audit.md",
+}
+
+
+def test_console_output_on_a_page_is_always_an_included_transcript():
+    """A console block shows typed commands or includes a recorded transcript; output is never pasted."""
+    pasted = sorted(
+        f"{page.relative_to(DOCS)}: {line}"
+        for page in DOCS.rglob("*.md")
+        if str(page.relative_to(DOCS)) not in PASTED_OUTPUT_ALLOWED
+        for block in console_blocks(page.read_text(encoding="utf-8"))
+        for line in block
+        if not line.startswith(("--8<--", "$ "))
+    )
+    assert not pasted, "console output pasted into pages instead of recorded by scripts/transcripts.py:\n" + "\n".join(pasted)
+
+
+def test_console_blocks_are_found_with_their_pasted_lines():
+    """The fence reader sees indented fences and the output lines inside them."""
+    page = '??? note\n\n    ```console\n    $ budgetlab run 1\n    ready in 1.6 s\n    ```\n\n```console\n--8<-- "x.txt"\n```\n'
+    assert console_blocks(page) == [["$ budgetlab run 1", "ready in 1.6 s"], ['--8<-- "x.txt"']]

@@ -394,7 +394,7 @@ def _budget_table(app, tasks, workers: dict[str, Worker], headers: dict[str, lis
                   submitted: set[str]) -> tuple[Table, set[str]]:
     """Return the effective-budget table (every task under its queue, each limit with its layer) and the layers used."""
     layers: set[str] = set()
-    table = Table(title="\neffective budgets, by queue (the two jobs above in bold)", title_justify="left",
+    table = Table(title="\neffective budgets, by queue (* the two jobs above)", title_justify="left",
                   header_style="bold", box=None, pad_edge=False, padding=(0, 1, 0, 0))
     table.add_column("task", no_wrap=True)
     table.add_column("soft limit, set by", no_wrap=True)
@@ -407,7 +407,8 @@ def _budget_table(app, tasks, workers: dict[str, Worker], headers: dict[str, lis
             table.add_row(Text(f"{queue} queue", style="underline"), "", "")
             current = queue
         worker = workers.get(queue)
-        name = Text(task.name, style="bold" if task.name in submitted else "")
+        # A star, not only bold: a transcript or a terminal without styles shows no bold.
+        name = Text(f"{task.name} *", style="bold") if task.name in submitted else Text(task.name)
         if worker is None:
             table.add_row(name, Text("no master consumes this queue", style="red"), "")
             continue

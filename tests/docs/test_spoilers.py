@@ -1,0 +1,156 @@
+"""No learner page shows a line of a reference solution where a learner reads it without asking for it."""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import functools
+import keyword
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from docs_support import ROOT
+
+# Pages a learner reads while working on a lab; instructor notes and the facilitator guide are exempt.
+LEARNER_PAGES = ("index.html", "getting-started/index.html", "glossary/index.html", "cheatsheet/index.html",
+                 "labs/*/index.html", "concepts/*/index.html")
+# A solution line shorter than this ("raise", "try:", "else:") says nothing about the fix.
+SHORTEST_SPOILER = 12
+LAB_SLUGS = sorted(path.name for path in (ROOT / "solutions").glob("lab*") if path.is_dir())
+
+
+def _says_something(code: str) -> bool:
+    """Whether a line names anything beyond Python's keywords and builtins (`except Exception:` does not)."""
+    return len(code) >= SHORTEST_SPOILER and any(
+        not keyword.iskeyword(name) and not hasattr(builtins, name) for name in re.findall(r"[A-Za-z_]\w*", code))
+
+
+def _code_of(line: str) -> str:
+    """Return a line without its trailing comment and surrounding space, '' for a comment or blank line."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return ""
+    return re.split(r"\s+#\s", text, maxsplit=1)[0].strip()
+
+
+@functools.cache
+def starter_code() -> frozenset[str]:
+    """Return every code line of every starter under labs/: what a learner already has is no spoiler."""
+    return frozenset(_code_of(line) for path in (ROOT / "labs").rglob("*")
+                     if path.is_file() and path.suffix in (".py", ".sh")
+                     for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def solution_lines(slug: str) -> set[str]:
+    """Return the code lines solutions/<slug>/ adds or changes against labs/<slug>/, comments and blanks ignored."""
+    lines: set[str] = set()
+    for solution in sorted((ROOT / "solutions" / slug).rglob("*")):
+        if not solution.is_file() or "__pycache__" in solution.parts:
+            continue
+        starter = ROOT / "labs" / slug / solution.relative_to(ROOT / "solutions" / slug)
+        old = starter.read_text(encoding="utf-8").splitlines() if starter.exists() else []
+        new = solution.read_text(encoding="utf-8").splitlines()
+        for tag, _, _, first, last in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+            if tag in ("replace", "insert"):
+                for line in new[first:last]:
+                    code = _code_of(line)
+                    # A line only moved, or shown elsewhere in the starters, is not part of the fix.
+                    if _says_something(code) and code not in starter_code():
+                        lines.add(code)
+    return lines
+
+
+class VisibleText(HTMLParser):
+    """Collects the text of a page's article that shows without a click: closed <details> blocks are left out."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+    # Tags that separate words on screen although the HTML may have no space between them.
+    BREAKS = {"br", "p", "div", "li", "td", "th", "tr", "pre", "dt", "dd", "summary", "h1", "h2", "h3", "h4", "h5", "h6"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.stack: list[tuple[str, bool]] = []  # (tag, hides its content)
+        self.in_article = 0
+
+    def _hidden(self) -> bool:
+        # Inside a closed <details>, only its own <summary> shows.
+        for index, (_, hides) in enumerate(self.stack):
+            if hides and not (index + 1 < len(self.stack) and self.stack[index + 1][0] == "summary"):
+                return True
+        return False
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.BREAKS:
+            self.parts.append(" ")
+        if tag in self.VOID:
+            return
+        if tag == "article":
+            self.in_article += 1
+        self.stack.append((tag, tag == "details" and "open" not in dict(attrs)))
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+        if tag == "article":
+            self.in_article -= 1
+
+    def handle_data(self, data):
+        if self.in_article and not self._hidden():
+            self.parts.append(data)
+
+
+def visible_text(html: str) -> str:
+    """Return the text a reader sees on a page without opening anything, whitespace collapsed."""
+    parser = VisibleText()
+    parser.feed(html)
+    return " ".join("".join(parser.parts).split())
+
+
+def learner_pages(site: Path) -> list[Path]:
+    return sorted({page for pattern in LEARNER_PAGES for page in site.glob(pattern)})
+
+
+def test_visible_text_leaves_out_closed_details_but_keeps_open_ones():
+    """Text inside a collapsed block is hidden, its title and an expanded block's body are not."""
+    html = (
+        "<article><p>story</p>"
+        '<details class="success"><summary>Answer: lab 9</summary><pre>except Boom: raise</pre></details>'
+        '<details class="note" open><summary>Shown</summary><p>open body</p></details>'
+        "<p>after<br>the break</p></article>"
+    )
+    text = visible_text(html)
+    assert "except Boom" not in text, text
+    assert "Answer: lab 9" in text and "open body" in text and "after the break" in text, text
+
+
+def test_solution_lines_ignore_comments_blank_lines_and_unchanged_code():
+    """Only the changed code of a solution counts; its comments and the lines it shares with the starter do not."""
+    lines = solution_lines("lab2_swallowed_limit")
+    assert "except SoftTimeLimitExceeded:" in lines, sorted(lines)
+    assert not any(line.startswith("#") for line in lines), sorted(lines)
+    assert "except Exception:" not in lines, "a line of nothing but keywords and builtins counted as a spoiler"
+
+
+@pytest.mark.parametrize("slug", LAB_SLUGS)
+def test_no_learner_page_shows_a_solution_line_outside_a_collapsed_block(built_site, slug):
+    """A learner page shows no line the reference solution adds, unless it sits in a block closed until opened."""
+    site = built_site.require()
+    spoilers = solution_lines(slug)
+    assert spoilers, f"solutions/{slug} changes nothing against labs/{slug}: the test would prove nothing"
+    pages = learner_pages(site)
+    assert len(pages) >= 10, f"only {len(pages)} learner pages found in the built site"
+    found = []
+    for page in pages:
+        text = visible_text(page.read_text(encoding="utf-8"))
+        found += [f"{page.relative_to(site).parent}/: {line}" for line in sorted(spoilers)
+                  if " ".join(line.split()) in text]
+    assert not found, (
+        f"learner pages show lines of solutions/{slug} without a click; move them into a collapsed "
+        "`??? success \"Answer: …\"` block or the lab's instructor notes:\n" + "\n".join(found)
+    )
