@@ -50,7 +50,7 @@ TRIVIAL_ATTRIBUTES = frozenset(
     {
         "append", "add", "extend", "update", "setdefault", "get", "items", "keys", "values",
         "format", "join", "strip", "lower", "upper", "split", "debug", "info", "warning",
-        "warn", "error", "exception", "critical", "log", "incr", "write", "writerow",
+        "warn", "error", "exception", "critical", "log", "incr", "write", "writerow", "flush",
         "appendleft", "pop", "discard", "insert", "sort",
     }
 )
@@ -182,6 +182,26 @@ def _enqueues(call: ast.Call) -> bool:
     return type(func) is ast.Name and func.id in ENQUEUE_NAMES
 
 
+def _blocks(body: list[ast.stmt]):
+    """body and every statement list nested in it, nested defs excluded."""
+    stack = [body]
+    while stack:
+        block = stack.pop()
+        yield block
+        for node in block:
+            kind = type(node)
+            if kind in FUNCTIONS or kind is ast.ClassDef:
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                nested = getattr(node, name, None)
+                if nested:
+                    stack.append(nested)
+            for handler in getattr(node, "handlers", ()):
+                stack.append(handler.body)
+            for case in getattr(node, "cases", ()):
+                stack.append(case.body)
+
+
 def loop_work(body: list[ast.stmt]) -> tuple[bool, bool]:
     """(does work, writes) for a loop body.
 
@@ -190,22 +210,26 @@ def loop_work(body: list[ast.stmt]) -> tuple[bool, bool]:
     anywhere (`.save()`, `.delete()`, `Model.objects.create(...)`). Collection
     plumbing, logging and enqueueing (`.delay()`) are not work, and neither is
     a loop that only computes values (`text += describe(row)`): a failure there
-    fails the one result being built, which is what its caller expects.
+    fails the one result being built, which is what its caller expects. A
+    block that ends in `break` finds one row and acts on it once: not a sweep.
     """
-    work = writes = False
-    for statement in statements_in(body):
-        kind = type(statement)
-        if kind in FUNCTIONS or kind is ast.ClassDef:
+    work = False
+    for block in _blocks(body):
+        if block and type(block[-1]) is ast.Break:
             continue
-        value = statement.value if kind is ast.Expr else None
-        if type(value) is ast.Await:
-            value = value.value
-        if type(value) is ast.Call and _effect_call(value):
-            work = True
-        for node in _own_nodes(statement):
-            if type(node) is ast.Call and is_write(node) and not _enqueues(node):
-                return True, True
-    return work, writes
+        for statement in block:
+            kind = type(statement)
+            if kind in FUNCTIONS or kind is ast.ClassDef:
+                continue
+            value = statement.value if kind is ast.Expr else None
+            if type(value) is ast.Await:
+                value = value.value
+            if type(value) is ast.Call and _effect_call(value):
+                work = True
+            for node in _own_nodes(statement):
+                if type(node) is ast.Call and is_write(node) and not _enqueues(node):
+                    return True, True
+    return work, False
 
 
 def _effect_call(call: ast.Call) -> bool:
