@@ -28,8 +28,10 @@ import csv
 import os
 import random
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -137,6 +139,50 @@ def run_trees(folder: Path, trees) -> tuple[list, dict, list[str]]:
     return keys, figures, missing
 
 
+def timed_cli(source: Path, target: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of `python -m budgetlab.audit TARGET` run from the audit package under source."""
+    env = dict(os.environ, PYTHONPATH=os.fspath(source))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "budgetlab.audit", os.fspath(target), "--format", "json"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare_speed(folder: Path, ref: str, rounds: int) -> None:
+    """Time the audit at a git ref and this checkout's audit in turns on every tree, and print both.
+
+    Taking turns in one session puts both under the same load, which a shared
+    machine changes from one minute to the next.
+    """
+    with tempfile.TemporaryDirectory(prefix="audit-before-") as scratch:
+        archive = subprocess.run(
+            ["git", "-C", os.fspath(ROOT), "archive", ref, "src/budgetlab"], capture_output=True, check=False
+        )
+        if archive.returncode:
+            raise SystemExit(f"audit_precision: error: git archive {ref} failed: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", scratch], input=archive.stdout, check=True)
+        sources = {ref: Path(scratch) / "src", "this checkout": ROOT / "src"}
+        totals = {name: [0.0, 0.0] for name in sources}
+        for _ in range(rounds):
+            for tree in TREES:
+                target = folder / tree.name / tree.audit_path
+                if not target.is_dir():
+                    continue
+                for name, source in sources.items():
+                    wall, cpu = timed_cli(source, target)
+                    totals[name][0] += wall
+                    totals[name][1] += cpu
+        for name, (wall, cpu) in totals.items():
+            print(f"{name:<15} wall {wall / rounds:6.1f} s  CPU {cpu / rounds:6.1f} s  (all trees, mean of {rounds})")
+        (old_wall, old_cpu), (new_wall, new_cpu) = totals.values()
+        print(f"this checkout / {ref}: wall {new_wall / old_wall:.2f}x, CPU {new_cpu / old_cpu:.2f}x")
+
+
 def precision_rows(keys, labels, codes) -> tuple[list[list[str]], list[str], bool]:
     """Table rows per rule, the sampled findings that have no label, and whether the target was met."""
     rows = []
@@ -200,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="folder that holds one checkout per code base, named as in TREES")
     parser.add_argument("--update-docs", action="store_true", help="rewrite the table and the real run in docs/audit.md")
+    parser.add_argument("--compare", metavar="REF",
+                        help="also time the audit of a git ref (e.g. main) and this one in turns, under the same load")
+    parser.add_argument("--rounds", type=int, default=2, help="turns each for --compare (default: 2)")
     options = parser.parse_args(argv)
     if not options.folder.is_dir():
         print(f"audit_precision: error: not a folder: {options.folder}", file=sys.stderr)
@@ -240,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         print("lost true finding  " + ":".join(map(str, key)) + "  (" + labels[key][1] + ")")
     for key in unlabelled:
         print("no label  " + key)
+    if options.compare:
+        compare_speed(options.folder, options.compare, options.rounds)
     if options.update_docs and not missing:
         update_docs(markdown_table(rows), docs_run(options.folder))
         print("docs/audit.md: precision table and real run rewritten")
