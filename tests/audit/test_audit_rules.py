@@ -36,6 +36,8 @@ EXPECTED = {
     "bad/classes/new_syntax.py": [(21, "BL002"), (23, "BL003")],
     # A loop nest is one finding, at its outer loop.
     "bad/classes/nested_loops.py": [(9, "BL003")],
+    # Per-row effects, then a bulk write of other rows: not a gather-for-bulk loop.
+    "bad/classes/effect_then_bulk_write.py": [(10, "BL003")],
 }
 
 # What the column of each rule's finding points at, in the source line.

@@ -67,7 +67,7 @@ WRITE_METHODS = frozenset(
         "bulk_create", "bulk_update", "add", "remove", "set", "clear",
     }
 )
-BULK_WRITES = frozenset({"bulk_create", "bulk_update", "update", "delete"})
+BULK_WRITES = frozenset({"bulk_create", "bulk_update"})
 # Writes on a relation or queryset (`doc.tags.add(tag)`, `qs.filter(...).update()`),
 # but plain collection methods on a name or an item (`seen.add(pk)`, `by_id[k].add(v)`).
 AMBIGUOUS_WRITES = frozenset({"add", "update", "set", "clear", "remove"})

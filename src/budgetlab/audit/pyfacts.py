@@ -245,8 +245,14 @@ class _Collector:
         helper = single_helper(node.body)
         end = node.iter.end_lineno or node.lineno
         related = self.model_of(node.iter) is None and not self.names_queryset(node.iter)
+        # Names whose rows the loop could be gathering: its own source and lists it appends to.
+        gathered = {node.iter.id} if type(node.iter) is ast.Name else set()
+        for inner in ast.walk(node):
+            if type(inner) is ast.Call and type(inner.func) is ast.Attribute and inner.func.attr in ("append", "extend"):
+                if type(inner.func.value) is ast.Name:
+                    gathered.add(inner.func.value.id)
         self.function.queryset_loops.append(
-            QuerysetLoop(node.lineno, node.col_offset + 1, node, helper, writes, end, related)
+            QuerysetLoop(node.lineno, node.col_offset + 1, node, helper, writes, end, related, frozenset(gathered))
         )
         return 1
 
@@ -522,8 +528,10 @@ class _Collector:
         attribute = func.attr if type(func) is ast.Attribute else (func.id if type(func) is ast.Name else None)
         if attribute is None:
             return
-        if attribute in BULK_WRITES and type(func) is ast.Attribute:
-            self.function.bulk_lines.append(line)
+        if attribute in BULK_WRITES and type(func) is ast.Attribute and node.args:
+            first = node.args[0]
+            if type(first) is ast.Name:
+                self.function.bulk_writes.append((line, first.id))
         elif (attribute == "task" or attribute == "shared_task") and is_task_decorator(dotted(func) or ("",)):
             self.function.wraps_task = True
         if attribute in ("commit", "rollback") and self.active:

@@ -41,6 +41,7 @@ class QuerysetLoop:
     writes: bool = False  # the body calls .save(), .delete(), .create()... itself
     end_line: int = 0  # last line of the `for ... :` header
     related: bool = False  # over one row's relation (`invoice.lines.all()`), not a queryset of its own
+    gathered: frozenset[str] = frozenset()  # the loop's source name and the lists it appends to
 
 
 @dataclass(slots=True)
@@ -76,7 +77,7 @@ class FunctionFacts:
     #: Where this task's own soft limit is set ("decorator", "class"), or None.
     soft_limit: str | None = None
     decorators: list[Target] = field(default_factory=list)  # resolved later: a project's own task decorators
-    bulk_lines: list[int] = field(default_factory=list)  # lines of .bulk_update()/.bulk_create()/.update() calls
+    bulk_writes: list[tuple[int, str]] = field(default_factory=list)  # (line, first argument) of .bulk_update()/.bulk_create()
     local_types: dict[str, str] = field(default_factory=dict)  # name -> model class name, where known
     local_defs: dict[str, FunctionFacts] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)

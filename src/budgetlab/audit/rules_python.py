@@ -123,7 +123,9 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
             for loop in facts.queryset_loops:
                 if loop.helper is not None and _helper_isolates(project, facts, loop):
                     continue
-                if not loop.writes and any(line > loop.line for line in facts.bulk_lines):
+                if not loop.writes and any(
+                    line > loop.line and name in loop.gathered for line, name in facts.bulk_writes
+                ):
                     continue  # gathers rows for one bulk write after the loop: nothing is done per row
                 if loop.related and not facts.is_task:
                     continue  # a helper walking one row's relation works on that one item
