@@ -222,7 +222,7 @@ def test_unreadable_files_are_bl000_findings_and_exit_2(cli, fixtures):
     result = cli("broken", cwd=fixtures)
     assert result.returncode == 2, f"an unread file must fail the run:\n{result.stdout}{result.stderr}"
     for name in BROKEN:
-        assert re.search(rf"^broken/{re.escape(name)}:1:1: BL000 \[error\] Not read: cannot parse \(", result.stdout, re.M), (
+        assert re.search(rf"^broken/{re.escape(name)}:1:1: BL000 \[error\] Cannot parse \(", result.stdout, re.M), (
             f"{name} not reported:\n{result.stdout}"
         )
     assert result.stdout.strip().splitlines()[-1] == "No problems in the files read. 0 files read, 3 not read (BL000).", result.stdout

@@ -87,7 +87,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
                 text = decode_text(data)
         except Unreadable as exc:
             result.unread += 1
-            result.findings.append(Finding(display, 1, 1, "BL000", f"Not read: {exc}", "error"))
+            result.findings.append(Finding(display, 1, 1, "BL000", _capitalised(str(exc)), "error"))
             continue
         result.files += 1
         result.lines += data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
@@ -117,6 +117,11 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
     result.findings = sorted(set(result.findings))
     result.skipped.sort()
     return result
+
+
+def _capitalised(reason: str) -> str:
+    """"cannot parse (...)" as a title: "Cannot parse (...)"."""
+    return reason[:1].upper() + reason[1:]
 
 
 def _character_column(finding: Finding, line: str) -> Finding:
