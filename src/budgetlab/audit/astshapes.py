@@ -295,6 +295,28 @@ def is_queryset(node: ast.AST, names: set[str]) -> bool:
             return False
 
 
+def manager_access(node: ast.AST) -> tuple[ast.Attribute | None, list[str]]:
+    """The `Model.objects` attribute a chain starts from, and the methods called on it, outermost first.
+
+    `Category.objects.filter(x=1).first()` gives (Category.objects, ["first", "filter"]);
+    a chain that does not go through a manager gives (None, [...]).
+    """
+    methods: list[str] = []
+    while True:
+        kind = type(node)
+        if kind is ast.Call:
+            node = node.func
+        elif kind is ast.Subscript:
+            node = node.value
+        elif kind is ast.Attribute:
+            if node.attr in MANAGERS:
+                return node, methods
+            methods.append(node.attr)
+            node = node.value
+        else:
+            return None, methods
+
+
 def is_transaction(node: ast.AST) -> bool:
     """True for transaction.atomic(...), atomic(), or a psycopg conn.transaction()."""
     if type(node) is ast.Call:

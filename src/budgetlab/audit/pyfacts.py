@@ -32,6 +32,7 @@ from budgetlab.audit.astshapes import (
     is_transaction,
     isolated,
     loop_work,
+    manager_access,
     single_helper,
     terminal_name,
 )
@@ -264,18 +265,8 @@ class _Collector:
 
     def model_of(self, node: ast.AST) -> str | None:
         """The model class a Model.objects... chain reads, or None."""
-        while True:
-            kind = type(node)
-            if kind is ast.Call:
-                node = node.func
-            elif kind is ast.Attribute:
-                if node.attr in MANAGERS:
-                    return terminal_name(node.value)
-                node = node.value
-            elif kind is ast.Subscript:
-                node = node.value
-            else:
-                return None
+        manager, _ = manager_access(node)
+        return terminal_name(manager.value) if manager is not None else None
 
     def row_model(self, value: ast.AST) -> str | None:
         """The model of `Model.objects.get(...)`-like values, which hold one row."""
@@ -494,20 +485,8 @@ class _Collector:
 
     def reference_call(self, node: ast.Call, in_loop: bool) -> None:
         """Record `Model.objects....(...)` on a reference model once, at its outermost call, if it only reads."""
-        methods = []
-        current: ast.AST = node
-        while True:
-            kind = type(current)
-            if kind is ast.Call:
-                current = current.func
-            elif kind is ast.Attribute:
-                if current.attr in MANAGERS:
-                    break
-                methods.append(current.attr)
-                current = current.value
-            else:
-                return
-        if id(current) in self.handled_managers:
+        current, methods = manager_access(node)
+        if current is None or id(current) in self.handled_managers:
             return
         self.handled_managers.add(id(current))
         model = terminal_name(current.value)
