@@ -411,3 +411,27 @@ def test_a_named_file_of_another_kind_is_skipped_with_a_reason(tmp_path):
     result = audit([str(notes)])
     assert result.findings == [], "a Markdown file was read as a launch file"
     assert [skipped.reason for skipped in result.skipped] == ["not a Python or launch file"], result.skipped
+
+
+def test_a_dangling_link_is_a_bl000_finding(tmp_path):
+    """A file the walk meets but cannot open (a link to nothing) is a BL000 error, not a silent skip."""
+    (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    result = audit([str(tmp_path)])
+    assert [(finding.code, finding.severity) for finding in result.findings] == [("BL000", "error")], result.findings
+    assert result.unread == 1 and "No such file" in result.findings[0].message, result.findings
+
+
+def test_a_folder_that_cannot_be_listed_is_a_bl000_finding(tmp_path, monkeypatch):
+    """When os.walk reports a folder it could not list, the audit reports it as BL000."""
+    import os
+
+    real_walk = os.walk
+
+    def walk_with_one_failure(top, onerror=None, **options):
+        onerror(PermissionError(13, "Permission denied", str(tmp_path / "private")))
+        yield from real_walk(top, onerror=onerror, **options)
+
+    monkeypatch.setattr(os, "walk", walk_with_one_failure)
+    result = audit([str(tmp_path)])
+    assert [finding.message for finding in result.findings] == ["Cannot list folder: Permission denied"], result.findings
+    assert result.findings[0].path.endswith("private") and result.unread == 1, result.findings

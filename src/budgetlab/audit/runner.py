@@ -80,6 +80,8 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             result.skipped.append(Skipped(display, "not a Python or launch file"))
             continue
         try:
+            if kind.startswith("unlisted:"):
+                raise Unreadable(f"cannot list folder: {kind.partition(':')[2]}")
             data = read_bytes(absolute)
             if kind == "python":
                 tree = parse_python(data, display)
