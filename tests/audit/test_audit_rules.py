@@ -435,3 +435,42 @@ def test_a_folder_that_cannot_be_listed_is_a_bl000_finding(tmp_path, monkeypatch
     result = audit([str(tmp_path)])
     assert [finding.message for finding in result.findings] == ["Cannot list folder: Permission denied"], result.findings
     assert result.findings[0].path.endswith("private") and result.unread == 1, result.findings
+
+
+CATCH_ALL_TASK = """\
+from celery import shared_task
+
+@shared_task{arguments}
+def import_rows(rows):
+    for row in rows:
+        try:
+            row.save()
+        except Exception:
+            row.fail()
+"""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "extra", "expected"),
+    [
+        ("", {}, []),
+        ("(soft_time_limit=60)", {}, [("error", "limit: its decorator")]),
+        ("", {"settings.py": "CELERY_TASK_SOFT_TIME_LIMIT = 300\n"}, [("warning", "limit: setting at settings.py:1")]),
+        ("", {"settings.py": "CELERY_TASK_SOFT_TIME_LIMIT = None\n"}, []),
+        (
+            "",
+            {"entrypoint.sh": "# Five minutes: the longest import anyone waits for.\n"
+                              "celery -A kontor worker --soft-time-limit 300\n"},
+            [("warning", "limit: worker flag at entrypoint.sh:2")],
+        ),
+    ],
+    ids=["no-limit-anywhere", "decorator", "setting", "setting-none", "worker-flag"],
+)
+def test_bl002_ranks_by_the_soft_limit_it_found(tmp_path, arguments, extra, expected):
+    """BL002 is an error under the task's own limit, a warning under a project-wide one, and absent without one."""
+    (tmp_path / "tasks.py").write_text(CATCH_ALL_TASK.format(arguments=arguments), encoding="utf-8")
+    for name, text in extra.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    findings = [finding for finding in audit([str(tmp_path)]).findings if finding.code == "BL002"]
+    found = [(finding.severity, finding.message.rsplit("(", 1)[1].rstrip(")")) for finding in findings]
+    assert found == expected, [finding.message for finding in findings]
