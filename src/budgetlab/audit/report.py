@@ -80,13 +80,15 @@ def full(finding: Finding, lines: list[str] | None) -> str:
     """The concise line, the source line with a caret under the column, and the rule's help link."""
     parts = [concise(finding)]
     if lines and 0 < finding.line <= len(lines):
-        source = lines[finding.line - 1].expandtabs(4)
+        raw = lines[finding.line - 1]
+        # Tabs are shown as spaces; the caret moves with them.
+        indent = len(raw[: finding.column - 1].expandtabs(4))
         number = str(finding.line)
         gutter = " " * len(number)
         parts += [
             f"{gutter} |",
-            f"{number} | {source}",
-            f"{gutter} | {' ' * (finding.column - 1)}^ {finding.code}",
+            f"{number} | {raw.expandtabs(4)}",
+            f"{gutter} | {' ' * indent}^ {finding.code}",
         ]
         parts.append(f"{gutter} = help: {finding.rule.help_uri}")
     else:
