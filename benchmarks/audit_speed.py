@@ -41,7 +41,7 @@ def main() -> int:
     # Wall time depends on what else the machine runs; the load average says how busy it was.
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"python     {platform.python_version()} on {os.cpu_count()} CPUs, load average {load}")
-    print(f"files      {result.files} audited, {len(result.skipped)} skipped")
+    print(f"files      {result.files} read, {result.unread} not read, {len(result.skipped)} not audited")
     print(f"lines      {result.lines}")
     print(f"findings   {len(result.findings)}")
     print(f"seconds    {seconds:.2f} wall, {cpu_seconds:.2f} CPU (target {TARGET_SECONDS:.0f})")

@@ -27,9 +27,12 @@ class ReportFormat(str, Enum):
 
 
 class AuditFormat(str, Enum):
-    text = "text"
+    full = "full"
+    concise = "concise"
     json = "json"
     sarif = "sarif"
+    github = "github"
+    text = "text"
 
 
 def _warn(message: str) -> None:
@@ -156,15 +159,28 @@ def doctor() -> None:
     raise typer.Exit(1 if problems else 0)
 
 
-@app.command("audit")
+def _audit_epilog() -> str:
+    from budgetlab.audit.command import epilog
+
+    # Rich reads [brackets] as markup; escaped, the table name prints as written.
+    return epilog().replace("[", "\\[")
+
+
+@app.command("audit", epilog=_audit_epilog())
 def audit(paths: List[Path] = typer.Argument(..., help="Files or folders of your code base."),
-          fmt: AuditFormat = typer.Option(AuditFormat.text, "--format", help="Output format."),
+          fmt: AuditFormat = typer.Option(AuditFormat.full, "--output-format", "--format",
+                                          help="Output format (text is the old name of concise)."),
           select: Optional[str] = typer.Option(None, help="Only these rules, e.g. BL001,BL002."),
-          ignore: Optional[str] = typer.Option(None, help="Skip these rules.")) -> None:
+          ignore: Optional[str] = typer.Option(None, help="Skip these rules."),
+          statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule."),
+          allow_unreadable: bool = typer.Option(False, "--allow-unreadable",
+                                                help="Exit 0 or 1 even when a file could not be read (still reported as BL000)."),
+          ) -> None:
     """Find the five failure shapes in your own code base (static, nothing is run)."""
     from budgetlab.audit import run_audit
 
-    raise typer.Exit(run_audit([str(p) for p in paths], fmt.value, select, ignore))
+    raise typer.Exit(run_audit([str(p) for p in paths], fmt.value, select, ignore,
+                               allow_unreadable=allow_unreadable, show_statistics=statistics))
 
 
 @stack_app.command("up")

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from budgetlab.audit import RULES, main, run_audit
+from budgetlab.audit.config import KEYS
+from budgetlab.audit.rules import SELECTABLE
+
+# The OASIS SARIF 2.1.0 schema, vendored: a public JSON schema (data, not code),
+# from https://github.com/oasis-tcs/sarif-spec (Schemata/sarif-schema-2.1.0.json).
+SARIF_SCHEMA = Path(__file__).parent / "sarif-schema-2.1.0.json"
+FINDING_LINE = re.compile(r"^(?P<path>\S+):(?P<line>\d+):(?P<column>\d+): (?P<code>BL\d{3}) \[(?P<severity>\w+)\] \S")
 
 TASK_WITH_CATCH_ALL = """\
 from celery import shared_task
 
 
-@shared_task
+@shared_task(soft_time_limit=60)
 def import_rows(rows):
     for row in rows:
         try:
@@ -35,27 +43,42 @@ def _write(directory: Path, name: str, text: str) -> Path:
 
 
 def _codes(stdout: str) -> list[str]:
-    return [line.split()[1] for line in stdout.splitlines() if line.count(":") >= 2 and " BL" in line]
+    return [match.group("code") for match in map(FINDING_LINE.match, stdout.splitlines()) if match]
 
 
 def test_clean_tree_exits_0(cli, fixtures):
-    """Auditing correct code prints `All checks passed.` and exits 0."""
+    """Auditing correct code prints `All checks passed.` with the files read, and exits 0."""
     result = cli(fixtures / "good", cwd=fixtures)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}{result.stderr}"
-    assert result.stdout.strip().splitlines()[-1] == "All checks passed.", result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "All checks passed. 12 files read, 0 not read.", result.stdout
 
 
-def test_findings_exit_1_with_ruff_style_lines(cli, fixtures):
-    """Findings print as `path:line:col CODE message (lab N)` and a count, exit code 1."""
-    result = cli("bad", cwd=fixtures)
+def test_concise_findings_are_ruff_style_lines(cli, fixtures):
+    """--output-format concise prints `path:line:col: CODE [severity] title` per finding and a count, exit 1."""
+    result = cli("bad", "--output-format", "concise", cwd=fixtures)
     assert result.returncode == 1, f"exit {result.returncode}\n{result.stderr}"
     lines = result.stdout.strip().splitlines()
-    assert lines[-1] == f"Found {len(lines) - 1} problems.", lines[-1]
-    first = lines[0]
-    location, code = first.split(" ", 2)[:2]
-    path, line, column = location.rsplit(":", 2)
-    assert path.startswith("bad/") and line.isdigit() and column.isdigit(), f"not path:line:col: {first}"
-    assert code in RULES and first.endswith(f"(lab {RULES[code].lab})"), f"code or lab missing: {first}"
+    assert re.fullmatch(rf"Found {len(lines) - 1} problems \(.*\)\. \d+ files read, 0 not read\.", lines[-1]), lines[-1]
+    for line in lines[:-1]:
+        match = FINDING_LINE.match(line)
+        assert match and match.group("path").startswith("bad/"), f"not path:line:col: CODE [severity]: {line}"
+        assert match.group("code") in RULES and match.group("severity") in ("error", "warning", "note"), line
+        assert len(line) - len(match.group("path")) < 230 and "(lab " not in line, f"a title, not an essay: {line}"
+
+
+def test_full_findings_show_the_line_a_caret_and_the_help_link(cli, fixtures):
+    """The default format quotes the source line, puts a caret under the column and links the rule's docs."""
+    result = cli("bad/lab3/sweeps.py", cwd=fixtures)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    head = FINDING_LINE.match(lines[0])
+    assert head and head.group("code") == "BL003", lines[0]
+    column = int(head.group("column"))
+    source = (fixtures / "bad/lab3/sweeps.py").read_text(encoding="utf-8").splitlines()[int(head.group("line")) - 1]
+    assert lines[2] == f"{head.group('line')} | {source}", lines[:4]
+    caret = lines[3].split("| ", 1)[1]
+    assert caret.index("^") == column - 1 and caret.endswith("^ BL003"), lines[3]
+    assert lines[4].endswith("= help: " + RULES["BL003"].help_uri), lines[4]
 
 
 @pytest.mark.parametrize(
@@ -82,9 +105,9 @@ def test_select_and_ignore_take_codes_and_prefixes(cli, fixtures):
     only_two = cli("bad", "--select", "BL002", cwd=fixtures)
     assert set(_codes(only_two.stdout)) == {"BL002"}, only_two.stdout
     all_rules = cli("bad", "--select", "bl00", cwd=fixtures)
-    assert set(_codes(all_rules.stdout)) == set(RULES), all_rules.stdout
+    assert set(_codes(all_rules.stdout)) == set(SELECTABLE), all_rules.stdout
     without = cli("bad", "--ignore", "BL001,BL003", cwd=fixtures)
-    assert set(_codes(without.stdout)) == set(RULES) - {"BL001", "BL003"}, without.stdout
+    assert set(_codes(without.stdout)) == set(SELECTABLE) - {"BL001", "BL003"}, without.stdout
     none_left = cli("bad", "--ignore", "BL", cwd=fixtures)
     assert none_left.returncode == 0 and "All checks passed." in none_left.stdout, none_left.stdout
 
@@ -155,7 +178,7 @@ def test_pyproject_exclude_skips_walked_files_but_not_given_ones(cli, tmp_path):
 
 
 def test_pyproject_reference_models(cli, tmp_path):
-    """`reference-models` replaces the default Category with the models a project names."""
+    """`reference-models` names the reference data; there is no default, so Category is not assumed."""
     _write(tmp_path, "pyproject.toml", '[tool.budgetlab.audit]\nreference-models = ["Currency"]\n')
     _write(
         tmp_path,
@@ -191,33 +214,101 @@ def test_bad_pyproject_is_a_usage_error(cli, tmp_path, table, expected):
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
 
 
-def test_broken_files_are_reported_and_skipped(cli, fixtures):
-    """A syntax error, undecodable bytes and a non-UTF-8 script are named on stderr and skipped, no crash."""
+BROKEN = ("latin1-entrypoint.sh", "syntax_error.py", "undecodable.py")
+
+
+def test_unreadable_files_are_bl000_findings_and_exit_2(cli, fixtures):
+    """A syntax error, undecodable bytes and a non-UTF-8 script are each a BL000 error; the run exits 2."""
     result = cli("broken", cwd=fixtures)
-    assert result.returncode == 0, f"skipped files alone must not fail the run:\n{result.stderr}"
-    for name in ("syntax_error.py", "undecodable.py", "latin1-entrypoint.sh"):
-        assert f"broken/{name}: skipped, cannot parse (" in result.stderr, f"{name} not reported:\n{result.stderr}"
-    assert "Traceback" not in result.stderr and "All checks passed." in result.stdout, result.stderr
+    assert result.returncode == 2, f"an unread file must fail the run:\n{result.stdout}{result.stderr}"
+    for name in BROKEN:
+        assert re.search(rf"^broken/{re.escape(name)}:1:1: BL000 \[error\] Cannot parse \(", result.stdout, re.M), (
+            f"{name} not reported:\n{result.stdout}"
+        )
+    assert result.stdout.strip().splitlines()[-1] == "No problems in the files read. 0 files read, 3 not read (BL000).", result.stdout
+    assert "Traceback" not in result.stderr and "All checks passed" not in result.stdout, result.stdout
 
 
-def test_findings_still_count_next_to_broken_files(cli, fixtures):
-    """Skipped files do not hide the findings of the files that parsed."""
-    result = cli("broken", "bad/lab3", cwd=fixtures)
-    assert result.returncode == 1 and set(_codes(result.stdout)) == {"BL003"}, result.stdout + result.stderr
+def test_a_single_unparsable_file_never_passes(cli, fixtures):
+    """Auditing one file that cannot be parsed never prints "All checks passed." and exits 2."""
+    result = cli("broken/syntax_error.py", cwd=fixtures)
+    assert result.returncode == 2 and "All checks passed" not in result.stdout, result.stdout
+
+
+def test_allow_unreadable_keeps_the_findings_and_exits_on_the_rest(cli, fixtures):
+    """With --allow-unreadable, BL000 is still printed and the exit code follows the other findings."""
+    alone = cli("broken", "--allow-unreadable", cwd=fixtures)
+    assert alone.returncode == 0 and _codes(alone.stdout) == ["BL000"] * 3, alone.stdout
+    mixed = cli("broken", "bad/lab3", "--allow-unreadable", cwd=fixtures)
+    assert mixed.returncode == 1 and set(_codes(mixed.stdout)) == {"BL000", "BL003"}, mixed.stdout + mixed.stderr
+    strict = cli("broken", "bad/lab3", cwd=fixtures)
+    assert strict.returncode == 2 and "BL003" in _codes(strict.stdout), strict.stdout
 
 
 def test_json_output(cli, fixtures):
-    """--format json prints one JSON document with findings, skipped files and a summary."""
-    result = cli("bad", "broken", "--format", "json", cwd=fixtures)
-    assert result.returncode == 1, result.stderr
+    """--output-format json prints one document: findings (BL000 among them), a summary with files read and not."""
+    result = cli("bad", "broken", "--output-format", "json", cwd=fixtures)
+    assert result.returncode == 2, result.stderr
     document = json.loads(result.stdout)
     findings = document["findings"]
-    assert len(findings) == document["summary"]["problems"] > 0, document["summary"]
-    assert set(findings[0]) == {"code", "lab", "path", "line", "column", "message"}, findings[0]
-    assert {item["path"] for item in document["skipped"]} == {
-        "broken/syntax_error.py", "broken/undecodable.py", "broken/latin1-entrypoint.sh"
-    }, document["skipped"]
-    assert f"Found {len(findings)} problems." in result.stderr, "the summary goes to stderr in JSON mode"
+    unread = [finding for finding in findings if finding["code"] == "BL000"]
+    assert len(findings) - len(unread) == document["summary"]["problems"] > 0, document["summary"]
+    assert set(findings[0]) == {"code", "severity", "path", "line", "column", "end_line", "message", "url"}, findings[0]
+    assert {finding["path"] for finding in unread} == {f"broken/{name}" for name in BROKEN}, unread
+    assert document["summary"]["unread"] == 3 and document["summary"]["files"] > 0, document["summary"]
+    assert "3 not read (BL000)" in result.stderr, "the summary goes to stderr in JSON mode"
+
+
+def test_github_output_annotates_each_finding(cli, fixtures):
+    """--output-format github prints one workflow command per finding, BL000 as an error."""
+    result = cli("bad/lab3", "broken/syntax_error.py", "--output-format", "github", cwd=fixtures)
+    lines = result.stdout.splitlines()
+    assert lines and all(line.startswith(("::warning ", "::error ", "::notice ")) for line in lines), lines
+    assert any(line.startswith("::error title=budgetlab (BL000),file=broken/syntax_error.py,line=1,") for line in lines), lines
+    assert any("file=bad/lab3/sweeps.py,line=12,col=5," in line for line in lines), lines
+
+
+def test_statistics_count_findings_per_rule(cli, fixtures):
+    """--statistics prints one line per rule that fired, with its count and name, then the summary."""
+    result = cli("bad", "--statistics", cwd=fixtures)
+    lines = result.stdout.strip().splitlines()
+    rows = [line.split("\t") for line in lines[:-1]]
+    assert [row[1] for row in rows] == list(SELECTABLE), lines
+    assert all(row[2] == RULES[row[1]].name and row[0].strip().isdigit() for row in rows), lines
+    total = sum(int(row[0]) for row in rows)
+    assert lines[-1].startswith(f"Found {total} problems"), lines[-1]
+
+
+def test_help_states_exit_codes_noqa_and_config_keys(cli, tmp_path):
+    """--help lists every exit code, how noqa works and every key of [tool.budgetlab.audit]."""
+    result = cli("--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for text in ("exit codes:", "  0  ", "  1  ", "  2  ", "# noqa: BL003", "--allow-unreadable", "--statistics",
+                 "--output-format", *KEYS):
+        assert text in result.stdout, f"--help does not mention {text!r}:\n{result.stdout}"
+
+
+def test_noqa_on_any_line_of_a_multi_line_for(cli, tmp_path):
+    """`# noqa: BL003` on the second line of a `for` header silences the loop's finding."""
+    source = textwrap.dedent(
+        """\
+        from celery import shared_task
+        from kontor.models import Invoice
+
+
+        @shared_task
+        def close():
+            for invoice in Invoice.objects.filter(
+                status="paid",{comment}
+            ):
+                invoice.close()
+        """
+    )
+    _write(tmp_path, "tasks.py", source.format(comment=""))
+    assert _codes(cli("tasks.py", cwd=tmp_path).stdout) == ["BL003"]
+    _write(tmp_path, "tasks.py", source.format(comment="  # noqa: BL003"))
+    result = cli("tasks.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
 
 
 # The parts of SARIF 2.1.0 that GitHub code scanning reads, written down by
@@ -319,12 +410,13 @@ SARIF_SUBSET_SCHEMA = {
 
 def test_sarif_output_is_ready_for_code_scanning(cli, fixtures):
     """--format sarif gives SARIF 2.1.0 with every rule, and results that point at relative paths."""
-    result = cli("bad", "--format", "sarif", cwd=fixtures)
+    result = cli("bad", "--output-format", "sarif", cwd=fixtures)
     assert result.returncode == 1, result.stderr
     document = json.loads(result.stdout)
     run = document["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     assert [rule["id"] for rule in rules] == list(RULES), "the driver must list every rule"
+    assert run["invocations"][0]["executionSuccessful"] is True, "every file was read"
     for sarif_result in run["results"]:
         assert rules[sarif_result["ruleIndex"]]["id"] == sarif_result["ruleId"], "ruleIndex points at another rule"
         location = sarif_result["locations"][0]["physicalLocation"]
@@ -332,6 +424,22 @@ def test_sarif_output_is_ready_for_code_scanning(cli, fixtures):
         assert (fixtures / uri).is_file(), f"{uri} is not a path relative to the working directory"
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(document, SARIF_SUBSET_SCHEMA)
+    jsonschema.validate(document, json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))
+
+
+def test_sarif_of_a_run_with_unread_files_says_it_did_not_succeed(cli, fixtures):
+    """An unread file makes executionSuccessful false, with one notification and one BL000 result per file."""
+    result = cli("bad/lab3", "broken", "--output-format", "sarif", cwd=fixtures)
+    assert result.returncode == 2, result.stderr
+    document = json.loads(result.stdout)
+    invocation = document["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False, invocation
+    notified = sorted(n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                      for n in invocation["toolExecutionNotifications"])
+    assert notified == [f"broken/{name}" for name in BROKEN], notified
+    assert sum(r["ruleId"] == "BL000" for r in document["runs"][0]["results"]) == 3, document["runs"][0]["results"]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(document, json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))
 
 
 def test_run_audit_writes_to_the_given_streams(fixtures):

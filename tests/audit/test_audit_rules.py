@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab.audit import RULES, audit
+from budgetlab.audit import audit
+from budgetlab.audit.rules import SELECTABLE
 
 # Every finding the bad fixtures must give: file -> (line, code), with repeats
 # where one line has two findings (a soft and a hard limit).
@@ -26,6 +27,17 @@ EXPECTED = {
     "bad/lab4/prompts.py": [(7, "BL004"), (13, "BL004")],
     "bad/lab4/tasks.py": [(23, "BL004")],
     "bad/lab5/stats.py": [(22, "BL005"), (31, "BL005"), (40, "BL005")],
+    # Tasks declared through a function and a class that wrap shared_task, and
+    # through a decorator named in the fixtures' task-decorators setting.
+    "bad/classes/own_decorators.py": [(29, "BL003"), (35, "BL003"), (41, "BL003")],
+    # A catch-all in a model method, reached through `hook_log.retry()` in a task's loop.
+    "bad/classes/model_methods.py": [(15, "BL002")],
+    # Python 3.12/3.14 syntax the interpreter may not read: still audited.
+    "bad/classes/new_syntax.py": [(21, "BL002"), (23, "BL003")],
+    # A loop nest is one finding, at its outer loop.
+    "bad/classes/nested_loops.py": [(9, "BL003")],
+    # Per-row effects, then a bulk write of other rows: not a gather-for-bulk loop.
+    "bad/classes/effect_then_bulk_write.py": [(10, "BL003")],
 }
 
 # What the column of each rule's finding points at, in the source line.
@@ -37,11 +49,11 @@ POINTS_AT = {
     "BL005": ("cursor.execute", "read_scans"),
 }
 
-# A task whose loop swallows the soft limit: one BL002 wherever it is audited.
+# A task whose loop swallows its soft limit: one BL002 wherever it is audited.
 TASK_LOOP = """\
 from celery import shared_task
 
-@shared_task
+@shared_task(soft_time_limit=60)
 def run(items):
     for item in items:
         try:
@@ -63,7 +75,7 @@ def _found(root: Path, *parts: str) -> dict[str, list[tuple[int, str]]]:
 def test_every_rule_has_a_bad_fixture():
     """Each rule code appears in the expected findings of the bad fixtures."""
     covered = {code for findings in EXPECTED.values() for _, code in findings}
-    assert covered == set(RULES), f"rules without a bad fixture: {sorted(set(RULES) - covered)}"
+    assert covered == set(SELECTABLE), f"rules without a bad fixture: {sorted(set(SELECTABLE) - covered)}"
 
 
 def test_bad_fixtures_give_exactly_the_expected_findings(fixtures):
@@ -109,12 +121,22 @@ def test_bl002_names_the_loop_of_a_per_item_helper(fixtures):
     result = audit([str(fixtures / "bad" / "lab2")])
     helper = [finding for finding in result.findings if finding.path.endswith("services.py")]
     assert helper and "tasks.py:68" in helper[0].message, f"loop not named: {helper}"
+    assert "task `categorize_transactions`" in helper[0].message, f"reaching task not named: {helper}"
 
 
-def test_bl004_says_it_is_a_heuristic(fixtures):
-    """Reference-data findings admit they are a heuristic."""
+def test_bl004_names_the_model_and_where_it_runs_per_item(fixtures):
+    """A reference-data finding names the model and the loop (or the loop's line) that repeats it."""
     result = audit([str(fixtures / "bad" / "lab4")])
-    assert result.findings and all("heuristic" in finding.message for finding in result.findings)
+    assert result.findings, "no BL004 in bad/lab4"
+    for finding in result.findings:
+        assert "`Category`" in finding.message, finding.message
+        assert "loop" in finding.message, finding.message
+
+
+REFERENCE_CATEGORY = """
+    [tool.budgetlab.audit]
+    reference-models = ["Category"]
+"""
 
 
 def _audit_sources(tmp_path: Path, sources: dict[str, str]) -> list[tuple[str, int, str]]:
@@ -147,7 +169,7 @@ def test_calls_resolve_across_packages_by_import(tmp_path):
                 import kontor.ocr.extract
                 from celery import shared_task
 
-                @shared_task
+                @shared_task(soft_time_limit=60)
                 def read_receipts(receipts):
                     for receipt in receipts:
                         kontor.ocr.extract.read_receipt(receipt)
@@ -167,6 +189,8 @@ def test_class_based_task_and_aliased_soft_limit(tmp_path):
                 from celery.exceptions import SoftTimeLimitExceeded as OutOfTime
 
                 class ImportTask(Task):
+                    soft_time_limit = 60
+
                     def run(self, rows):
                         for row in rows:
                             try:
@@ -186,7 +210,7 @@ def test_class_based_task_and_aliased_soft_limit(tmp_path):
             """,
         },
     )
-    assert found == [("jobs.py", 10, "BL002")], found
+    assert found == [("jobs.py", 12, "BL002")], found
 
 
 def test_soft_limit_handler_that_does_not_raise_does_not_protect(tmp_path):
@@ -198,7 +222,7 @@ def test_soft_limit_handler_that_does_not_raise_does_not_protect(tmp_path):
                 from celery import shared_task
                 from celery.exceptions import SoftTimeLimitExceeded
 
-                @shared_task
+                @shared_task(soft_time_limit=60)
                 def run(items):
                     for item in items:
                         try:
@@ -218,6 +242,7 @@ def test_reference_query_in_a_cached_function_called_per_item_is_fine(tmp_path):
     found = _audit_sources(
         tmp_path,
         {
+            "pyproject.toml": REFERENCE_CATEGORY,
             "lookups.py": """
                 import functools
                 from kontor.models import Category
@@ -292,6 +317,7 @@ def test_columns_count_characters_not_bytes(tmp_path):
         '        row.hint = "Bürobedarf"; row.category = Category.objects.get(name=row.hint)\n'
     )
     (tmp_path / "labels.py").write_text(source, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(REFERENCE_CATEGORY), encoding="utf-8")
     [finding] = audit([str(tmp_path)]).findings
     line = source.splitlines()[2]
     rest = line[finding.column - 1 :]
@@ -385,3 +411,66 @@ def test_a_named_file_of_another_kind_is_skipped_with_a_reason(tmp_path):
     result = audit([str(notes)])
     assert result.findings == [], "a Markdown file was read as a launch file"
     assert [skipped.reason for skipped in result.skipped] == ["not a Python or launch file"], result.skipped
+
+
+def test_a_dangling_link_is_a_bl000_finding(tmp_path):
+    """A file the walk meets but cannot open (a link to nothing) is a BL000 error, not a silent skip."""
+    (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    result = audit([str(tmp_path)])
+    assert [(finding.code, finding.severity) for finding in result.findings] == [("BL000", "error")], result.findings
+    assert result.unread == 1 and "No such file" in result.findings[0].message, result.findings
+
+
+def test_a_folder_that_cannot_be_listed_is_a_bl000_finding(tmp_path, monkeypatch):
+    """When os.walk reports a folder it could not list, the audit reports it as BL000."""
+    import os
+
+    real_walk = os.walk
+
+    def walk_with_one_failure(top, onerror=None, **options):
+        onerror(PermissionError(13, "Permission denied", str(tmp_path / "private")))
+        yield from real_walk(top, onerror=onerror, **options)
+
+    monkeypatch.setattr(os, "walk", walk_with_one_failure)
+    result = audit([str(tmp_path)])
+    assert [finding.message for finding in result.findings] == ["Cannot list folder: Permission denied"], result.findings
+    assert result.findings[0].path.endswith("private") and result.unread == 1, result.findings
+
+
+CATCH_ALL_TASK = """\
+from celery import shared_task
+
+@shared_task{arguments}
+def import_rows(rows):
+    for row in rows:
+        try:
+            row.save()
+        except Exception:
+            row.fail()
+"""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "extra", "expected"),
+    [
+        ("", {}, []),
+        ("(soft_time_limit=60)", {}, [("error", "limit: its decorator")]),
+        ("", {"settings.py": "CELERY_TASK_SOFT_TIME_LIMIT = 300\n"}, [("warning", "limit: setting at settings.py:1")]),
+        ("", {"settings.py": "CELERY_TASK_SOFT_TIME_LIMIT = None\n"}, []),
+        (
+            "",
+            {"entrypoint.sh": "# Five minutes: the longest import anyone waits for.\n"
+                              "celery -A kontor worker --soft-time-limit 300\n"},
+            [("warning", "limit: worker flag at entrypoint.sh:2")],
+        ),
+    ],
+    ids=["no-limit-anywhere", "decorator", "setting", "setting-none", "worker-flag"],
+)
+def test_bl002_ranks_by_the_soft_limit_it_found(tmp_path, arguments, extra, expected):
+    """BL002 is an error under the task's own limit, a warning under a project-wide one, and absent without one."""
+    (tmp_path / "tasks.py").write_text(CATCH_ALL_TASK.format(arguments=arguments), encoding="utf-8")
+    for name, text in extra.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    findings = [finding for finding in audit([str(tmp_path)]).findings if finding.code == "BL002"]
+    found = [(finding.severity, finding.message.rsplit("(", 1)[1].rstrip(")")) for finding in findings]
+    assert found == expected, [finding.message for finding in findings]

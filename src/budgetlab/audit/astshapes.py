@@ -50,10 +50,35 @@ TRIVIAL_ATTRIBUTES = frozenset(
     {
         "append", "add", "extend", "update", "setdefault", "get", "items", "keys", "values",
         "format", "join", "strip", "lower", "upper", "split", "debug", "info", "warning",
-        "warn", "error", "exception", "critical", "log", "incr",
+        "warn", "error", "exception", "critical", "log", "incr", "write", "writerow", "flush",
+        "appendleft", "pop", "discard", "insert", "sort",
     }
 )
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+# Calls that only put a message on the broker: each row then runs in a task of
+# its own, so a loop of them has nothing to isolate.
+ENQUEUE_ATTRIBUTES = frozenset({"delay", "apply_async", "send_task", "s", "si", "signature", "on_commit"})
+ENQUEUE_NAMES = frozenset({"group", "chain", "chord", "signature", "on_commit"})
+# Queryset and model methods that write; a loop that only gathers rows for
+# one of the bulk ones after it writes once, not per row.
+WRITE_METHODS = frozenset(
+    {
+        "save", "delete", "create", "update", "get_or_create", "update_or_create",
+        "bulk_create", "bulk_update", "add", "remove", "set", "clear",
+    }
+)
+BULK_WRITES = frozenset({"bulk_create", "bulk_update"})
+# Writes on a relation or queryset (`doc.tags.add(tag)`, `qs.filter(...).update()`),
+# but plain collection methods on a name or an item (`seen.add(pk)`, `by_id[k].add(v)`).
+AMBIGUOUS_WRITES = frozenset({"add", "update", "set", "clear", "remove"})
+
+
+def is_write(call: ast.Call) -> bool:
+    """True for a call that writes rows: .save(), .delete(), a manager's .create(), a relation's .add()..."""
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr not in WRITE_METHODS:
+        return False
+    return func.attr not in AMBIGUOUS_WRITES or type(func.value) in (ast.Attribute, ast.Call)
 
 
 def dotted(node: ast.AST) -> tuple[str, ...] | None:
@@ -82,17 +107,6 @@ def call_target(func: ast.AST) -> Target | None:
             return ("s", func.attr)
         return ("a", base, func.attr)
     return None
-
-
-def decorator_names(node) -> list[tuple[str, ...]]:
-    names = []
-    for decorator in node.decorator_list:
-        if type(decorator) is ast.Call:
-            decorator = decorator.func
-        name = dotted(decorator)
-        if name:
-            names.append(name)
-    return names
 
 
 def is_task_decorator(name: tuple[str, ...]) -> bool:
@@ -160,19 +174,85 @@ def is_log_call(call: ast.Call) -> bool:
     return type(func) is ast.Name and func.id == "print"
 
 
-def does_work(body: list[ast.stmt]) -> bool:
-    """True when the loop body calls anything beyond collection plumbing and logging."""
-    for statement in statements_in(body):
-        for node in ast.walk(statement) if type(statement) not in FUNCTIONS else ():
-            if type(node) is not ast.Call:
+def _enqueues(call: ast.Call) -> bool:
+    """True for task.delay(...), sig.apply_async(), group(...), transaction.on_commit(...) and their like."""
+    func = call.func
+    if type(func) is ast.Attribute:
+        return func.attr in ENQUEUE_ATTRIBUTES
+    return type(func) is ast.Name and func.id in ENQUEUE_NAMES
+
+
+def _blocks(body: list[ast.stmt]):
+    """body and every statement list nested in it, nested defs excluded."""
+    stack = [body]
+    while stack:
+        block = stack.pop()
+        yield block
+        for node in block:
+            kind = type(node)
+            if kind in FUNCTIONS or kind is ast.ClassDef:
                 continue
-            func = node.func
-            if type(func) is ast.Name and func.id in TRIVIAL_NAMES:
+            for name in ("body", "orelse", "finalbody"):
+                nested = getattr(node, name, None)
+                if nested:
+                    stack.append(nested)
+            for handler in getattr(node, "handlers", ()):
+                stack.append(handler.body)
+            for case in getattr(node, "cases", ()):
+                stack.append(case.body)
+
+
+def loop_work(body: list[ast.stmt]) -> tuple[bool, bool]:
+    """(does work, writes) for a loop body.
+
+    Work is a call made for its effect: a call statement whose result is
+    dropped (`notification.send()`, `apply(row)`), or a model or queryset write
+    anywhere (`.save()`, `.delete()`, `Model.objects.create(...)`). Collection
+    plumbing, logging and enqueueing (`.delay()`) are not work, and neither is
+    a loop that only computes values (`text += describe(row)`): a failure there
+    fails the one result being built, which is what its caller expects. A
+    block that ends in `break` finds one row and acts on it once: not a sweep.
+    """
+    work = False
+    for block in _blocks(body):
+        if block and type(block[-1]) is ast.Break:
+            continue
+        for statement in block:
+            kind = type(statement)
+            if kind in FUNCTIONS or kind is ast.ClassDef:
                 continue
-            if type(func) is ast.Attribute and func.attr in TRIVIAL_ATTRIBUTES:
-                continue
-            return True
-    return False
+            value = statement.value if kind is ast.Expr else None
+            if type(value) is ast.Await:
+                value = value.value
+            if type(value) is ast.Call and _effect_call(value):
+                work = True
+            for node in _own_nodes(statement):
+                if type(node) is ast.Call and is_write(node) and not _enqueues(node):
+                    return True, True
+    return work, False
+
+
+def _effect_call(call: ast.Call) -> bool:
+    """True for a call statement that is neither plumbing, logging nor enqueueing."""
+    func = call.func
+    if _enqueues(call):
+        return False
+    if type(func) is ast.Name:
+        return func.id not in TRIVIAL_NAMES
+    if type(func) is ast.Attribute:
+        return func.attr not in TRIVIAL_ATTRIBUTES or is_write(call)
+    return True
+
+
+def _own_nodes(statement: ast.stmt):
+    """Nodes of a statement's own expressions, not of the blocks nested in it or of lambdas."""
+    stack = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
+    while stack:
+        node = stack.pop()
+        if type(node) is ast.Lambda or isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def single_helper(body: list[ast.stmt]) -> Target | None:
@@ -213,6 +293,28 @@ def is_queryset(node: ast.AST, names: set[str]) -> bool:
             return node.id in names
         else:
             return False
+
+
+def manager_access(node: ast.AST) -> tuple[ast.Attribute | None, list[str]]:
+    """The `Model.objects` attribute a chain starts from, and the methods called on it, outermost first.
+
+    `Category.objects.filter(x=1).first()` gives (Category.objects, ["first", "filter"]);
+    a chain that does not go through a manager gives (None, [...]).
+    """
+    methods: list[str] = []
+    while True:
+        kind = type(node)
+        if kind is ast.Call:
+            node = node.func
+        elif kind is ast.Subscript:
+            node = node.value
+        elif kind is ast.Attribute:
+            if node.attr in MANAGERS:
+                return node, methods
+            methods.append(node.attr)
+            node = node.value
+        else:
+            return None, methods
 
 
 def is_transaction(node: ast.AST) -> bool:

@@ -64,6 +64,17 @@ class Project:
             return []
         return self.export(target, attribute, hops + 1)
 
+    def method(self, module: ModuleFacts, class_name: str, attribute: str) -> FunctionFacts | None:
+        """A method of a class defined in the module or imported into it, or None."""
+        methods = module.classes.get(class_name)
+        if methods is None:
+            imported = module.imports.get(class_name)
+            if imported is None or imported[0] != "from":
+                return None
+            target = self.module(module, imported[1], imported[2])
+            methods = target.classes.get(imported[3]) if target is not None else None
+        return methods.get(attribute) if methods else None
+
     # Calls ----------------------------------------------------------------
 
     def callees(self, caller: FunctionFacts, call: Call) -> list[FunctionFacts]:
@@ -97,7 +108,10 @@ class Project:
             return [found] if found is not None else []
         imported = module.imports.get(head)
         if imported is None:
-            return []
+            # hook_log.retry() where hook_log holds a row of a model class the audit can find.
+            model = caller.local_types.get(head) if len(base) == 1 else None
+            found = self.method(module, model, attribute) if model else None
+            return [found] if found is not None else []
         rest = list(base[1:])
         if imported[0] == "module":
             _, name, level = imported
@@ -112,27 +126,53 @@ class Project:
 
 
 def closure(
-    project: Project, seeds: dict[FunctionFacts, tuple], stop=lambda facts: False
+    project: Project, seeds: dict[FunctionFacts, tuple], stop=lambda facts: False, depth: int | None = None
 ) -> dict[FunctionFacts, tuple]:
     """Every function reachable from the seeds through calls; each keeps its seed's origin.
 
     Functions for which stop() is true are neither entered nor returned.
     """
     reached = {facts: origin for facts, origin in seeds.items() if not stop(facts)}
+    distance = dict.fromkeys(reached, 0)
     queue = deque(reached)
     while queue:
         facts = queue.popleft()
         origin = reached[facts]
+        if depth is not None and distance[facts] >= depth:
+            continue
         for call in facts.calls:
             for callee in project.callees(facts, call):
                 if callee not in reached and not stop(callee):
                     reached[callee] = origin
+                    distance[callee] = distance[facts] + 1
                     queue.append(callee)
     return reached
 
 
-def task_reach(project: Project) -> dict[FunctionFacts, tuple]:
-    """Functions that run inside a task, each with the task it runs in: (task,)."""
+def resolve_task_decorators(project: Project) -> None:
+    """Mark functions decorated with a project's own task decorator as tasks.
+
+    A decorator counts when it resolves to a function (or a class) that calls
+    app.task(...) or shared_task(...) in its body, as a wrapper does.
+    """
+    for module in project.modules:
+        top = module.functions[0]
+        for facts in module.functions:
+            if facts.is_task or not facts.decorators:
+                continue
+            for target in facts.decorators:
+                if any(callee.wraps_task for callee in project.callees(facts.parent or top, Call(target, False, 0, 0))):
+                    facts.is_task = True
+                    module.has_tasks = True
+                    break
+
+
+def task_reach(project: Project, depth: int | None = None) -> dict[FunctionFacts, tuple]:
+    """Functions that run inside a task, each with the task it runs in: (task,).
+
+    With depth, only functions at most that many calls away from a task.
+    """
+    resolve_task_decorators(project)
     seeds = {
         facts: (facts,)
         for module in project.modules
@@ -140,7 +180,7 @@ def task_reach(project: Project) -> dict[FunctionFacts, tuple]:
         for facts in module.functions
         if facts.is_task
     }
-    return closure(project, seeds)
+    return closure(project, seeds, depth=depth)
 
 
 def per_item(project: Project, callers, stop=lambda facts: False) -> dict[FunctionFacts, tuple]:

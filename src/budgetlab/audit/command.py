@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from budgetlab.audit.report import FORMATS
+from budgetlab.audit.config import KEYS
+from budgetlab.audit.report import ALIASES, FORMATS
 from budgetlab.audit.rules import RULES
 
 
@@ -20,18 +21,42 @@ class _Stop(Exception):
     pass
 
 
+def epilog() -> str:
+    """Rules, exit codes, noqa and the configuration keys: what --help prints under the options."""
+    from budgetlab.audit import EXIT_CODES
+
+    rules = "\n".join(f"  {rule.code}  {rule.name}" for rule in RULES.values())
+    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
+    keys = "\n".join(f"  {key:<17} {meaning}" for key, meaning in KEYS.items())
+    return (
+        f"rules:\n{rules}\n\nexit codes:\n{codes}\n\n"
+        "noqa: `# noqa: BL003` on any line of the flagged statement silences that rule there;\n"
+        "  a bare `# noqa` silences every rule on the line.\n\n"
+        f"configuration ([tool.budgetlab.audit] in the nearest pyproject.toml):\n{keys}"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser for budgetlab-audit; every option has a one-line help."""
-    codes = ", ".join(f"{rule.code} (lab {rule.lab})" for rule in RULES.values())
     parser = _Parser(
         prog="budgetlab-audit",
         description="Find the five failures the budgetlab labs teach in your own code base.",
-        epilog=f"Rules: {codes}. Exit codes: 0 clean, 1 findings, 2 usage error.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to audit")
-    parser.add_argument("--format", default="text", choices=FORMATS, help="output format (default: text)")
+    parser.add_argument(
+        "--output-format", "--format", dest="output_format", default="full",
+        choices=[*FORMATS, *ALIASES], metavar="{" + ",".join(FORMATS) + "}",
+        help="output format (default: full)",
+    )
     parser.add_argument("--select", help="comma-separated rule codes or prefixes to run, e.g. BL001,BL002")
     parser.add_argument("--ignore", help="comma-separated rule codes or prefixes to skip")
+    parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
+    parser.add_argument(
+        "--allow-unreadable", action="store_true",
+        help="exit 0 or 1 even when a file could not be read (it is still reported as BL000)",
+    )
     return parser
 
 

@@ -11,10 +11,17 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the same parser under its old name.
     import tomli as tomllib  # type: ignore[no-redef]
 
-from budgetlab.audit.rules import RULES, UnknownCode, expand_codes, split_codes
+from budgetlab.audit.rules import SELECTABLE, UnknownCode, expand_codes, split_codes
 
-DEFAULT_REFERENCE_MODELS = ("Category",)
-KNOWN_KEYS = {"select", "ignore", "reference-models", "exclude"}
+#: Every key of [tool.budgetlab.audit], with what it holds; `--help` prints this table.
+KEYS = {
+    "select": "rule codes or prefixes to run (default: all)",
+    "ignore": "rule codes or prefixes to skip",
+    "exclude": "globs of files and folders not to walk into",
+    "reference-models": "model class names read as reference data (BL004); no default",
+    "task-decorators": "decorator names that make a Celery task, beyond what the audit resolves itself",
+}
+KNOWN_KEYS = set(KEYS)
 
 
 class ConfigError(ValueError):
@@ -25,8 +32,9 @@ class ConfigError(ValueError):
 class Config:
     """Settings for the files under one given path."""
 
-    enabled: frozenset[str] = frozenset(RULES)
-    reference_models: frozenset[str] = frozenset(DEFAULT_REFERENCE_MODELS)
+    enabled: frozenset[str] = frozenset(SELECTABLE)
+    reference_models: frozenset[str] = frozenset()
+    task_decorators: frozenset[str] = frozenset()
     exclude: tuple[str, ...] = ()
     root: Path | None = None  # directory of the pyproject.toml, for exclude globs
     source: str | None = None  # path of that pyproject.toml, for messages
@@ -107,18 +115,21 @@ def load_config(
             selected = expand_codes(cli_select, "--select")
         else:
             file_select = _string_list(table, "select", pyproject)
-            selected = expand_codes(file_select, where) if file_select is not None else set(RULES)
+            selected = expand_codes(file_select, where) if file_select is not None else set(SELECTABLE)
         if cli_ignore is not None:
             ignored = expand_codes(cli_ignore, "--ignore")
         else:
             ignored = expand_codes(_string_list(table, "ignore", pyproject) or [], where)
     except UnknownCode as exc:
         raise ConfigError(str(exc)) from None
-    models = _string_list(table, "reference-models", pyproject)
+    models = _string_list(table, "reference-models", pyproject) or []
+    decorators = _string_list(table, "task-decorators", pyproject) or []
     exclude = _string_list(table, "exclude", pyproject) or []
     config = Config(
         enabled=frozenset(selected - ignored),
-        reference_models=frozenset(models if models is not None else DEFAULT_REFERENCE_MODELS),
+        reference_models=frozenset(models),
+        # "tasks.periodic" and "periodic" both name the decorator by its last part.
+        task_decorators=frozenset(name.rsplit(".", 1)[-1] for name in decorators),
         exclude=tuple(exclude),
         root=pyproject.parent if pyproject else None,
         source=os.fspath(pyproject) if pyproject else None,

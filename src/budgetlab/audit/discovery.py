@@ -100,14 +100,20 @@ def walk(given: Path, exclude: tuple[str, ...] = (), root: Path | None = None):
 
     A given file is audited whatever its name: one without an extension is
     read as shell lines (an `entrypoint`), one with an unknown extension comes
-    back as kind None for the caller to report. Exclude globs and skipped
+    back as kind None for the caller to report. A folder that cannot be listed
+    comes back as kind "unlisted:<reason>". Exclude globs and skipped
     directory names only apply to what the walk meets below a given directory.
     """
     if given.is_file():
         kind = file_kind(given)
         yield given, kind or ("shell" if not given.suffix else None)
         return
-    for directory, dirnames, filenames in os.walk(given):
+    unlisted: list[OSError] = []
+    for directory, dirnames, filenames in os.walk(given, onerror=unlisted.append):
+        # A folder that cannot be listed is reported like a file that cannot be read, never passed over.
+        while unlisted:
+            error = unlisted.pop()
+            yield Path(error.filename or directory), "unlisted:" + (error.strerror or str(error))
         base = Path(directory)
         kept = []
         for dirname in sorted(dirnames):
@@ -127,3 +133,5 @@ def walk(given: Path, exclude: tuple[str, ...] = (), root: Path | None = None):
             if kind is None or _excluded(path, root, exclude):
                 continue
             yield path, kind
+    for error in unlisted:
+        yield Path(error.filename or given), "unlisted:" + (error.strerror or str(error))

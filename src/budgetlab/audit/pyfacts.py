@@ -23,13 +23,16 @@ from budgetlab.audit.astshapes import (
     MANAGERS,
     TRIES,
     call_target,
+    BULK_WRITES,
+    WRITE_METHODS,
     contains_raise,
-    decorator_names,
-    does_work,
+    dotted,
     is_queryset,
     is_task_decorator,
     is_transaction,
     isolated,
+    loop_work,
+    manager_access,
     single_helper,
     terminal_name,
 )
@@ -45,13 +48,25 @@ from budgetlab.audit.pyrecords import (
 PG_NAME = re.compile(r"pg_stat\w*")
 PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
 SEGMENT_LIMIT = 256
+# A project-wide soft limit: a Django setting, a Celery setting (also as a
+# dict key or keyword), or the pre-4.0 name. A value of None sets no limit.
+SOFT_LIMIT_SETTING = re.compile(
+    rb"\b(?:CELERY_TASK_SOFT_TIME_LIMIT|CELERYD_TASK_SOFT_TIME_LIMIT|task_soft_time_limit)['\"]?\s*[=:]\s*(?!None\b)\S"
+)
+# Manager steps that return one row: a name bound to one holds an instance of the model.
+ROW_STEPS = frozenset({"get", "first", "last", "create", "earliest", "latest"})
 
 
 class _Collector:
     """Walks one module once; see the module docstring for what it records."""
 
-    def __init__(self, module: ModuleFacts, reference_models: frozenset[str], source: bytes) -> None:
+    def __init__(
+        self, module: ModuleFacts, reference_models: frozenset[str], source: bytes, task_decorators: frozenset[str]
+    ) -> None:
         self.module = module
+        self.task_decorators = task_decorators
+        self.open_queryset_loops = 0
+        self.handled_managers: set[int] = set()
         self.reference_models = reference_models if any(m.encode() in source for m in reference_models) else frozenset()
         self.pg = b"pg_stat" in source
         module.mentions_pg_stat = self.pg
@@ -87,11 +102,17 @@ class _Collector:
         try:
             if kind in LOOPS:
                 self.expr(node.iter, in_loop)
-                self.queryset_loop(node)
+                recorded = self.queryset_loop(node)
                 for name in ast.walk(node.target):  # the loop rebinds its target names
                     if type(name) is ast.Name:
                         self.queryset_names.discard(name.id)
+                        self.function.local_types.pop(name.id, None)
+                model = self.model_of(node.iter)
+                if model and type(node.target) is ast.Name:
+                    self.function.local_types[node.target.id] = model
+                self.open_queryset_loops += recorded
                 self.loop_body(node.body)
+                self.open_queryset_loops -= recorded
                 self.body(node.orelse)
             elif kind is ast.While:
                 self.loop_body(node.body, node.test)
@@ -157,8 +178,9 @@ class _Collector:
                 or any(type(statement) is ast.Raise for statement in handler.body)
                 or self.isinstance_guard(handler)
             ):
+                end = handler.type.end_lineno if handler.type is not None else handler.lineno
                 self.function.handlers.append(
-                    Handler(self.handler_label(handler), handler.lineno, handler.col_offset + 1, in_loop)
+                    Handler(self.handler_label(handler), handler.lineno, handler.col_offset + 1, in_loop, end)
                 )
             if catches_soft_limit and raises:
                 time_limit_let_through = True
@@ -210,17 +232,56 @@ class _Collector:
         self.body(node.body)
         self.active.pop()
 
-    def queryset_loop(self, node) -> None:
-        if not is_queryset(node.iter, self.queryset_names) or isolated(node.body):
-            return
-        if not does_work(node.body):
-            return
+    def queryset_loop(self, node) -> int:
+        """Record a loop over a queryset that does unisolated work; 1 when recorded, else 0.
+
+        A loop inside one already recorded is part of the same nest: the
+        outer loop's finding covers it.
+        """
+        if self.open_queryset_loops or not is_queryset(node.iter, self.queryset_names) or isolated(node.body):
+            return 0
+        work, writes = loop_work(node.body)
+        if not work:
+            return 0
         helper = single_helper(node.body)
-        self.function.queryset_loops.append(QuerysetLoop(node.lineno, node.col_offset + 1, node, helper))
+        end = node.iter.end_lineno or node.lineno
+        related = self.model_of(node.iter) is None and not self.names_queryset(node.iter)
+        # Names whose rows the loop could be gathering: its own source and lists it appends to.
+        gathered = {node.iter.id} if type(node.iter) is ast.Name else set()
+        for inner in ast.walk(node):
+            if type(inner) is ast.Call and type(inner.func) is ast.Attribute and inner.func.attr in ("append", "extend"):
+                if type(inner.func.value) is ast.Name:
+                    gathered.add(inner.func.value.id)
+        self.function.queryset_loops.append(
+            QuerysetLoop(node.lineno, node.col_offset + 1, node, helper, writes, end, related, frozenset(gathered))
+        )
+        return 1
+
+    def names_queryset(self, node: ast.AST) -> bool:
+        """True when the chain starts from a local name bound to a queryset (not a row's relation)."""
+        while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+            node = node.func if type(node) is ast.Call else node.value
+        return type(node) is ast.Name and node.id in self.queryset_names
+
+    def model_of(self, node: ast.AST) -> str | None:
+        """The model class a Model.objects... chain reads, or None."""
+        manager, _ = manager_access(node)
+        return terminal_name(manager.value) if manager is not None else None
+
+    def row_model(self, value: ast.AST) -> str | None:
+        """The model of `Model.objects.get(...)`-like values, which hold one row."""
+        if type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in ROW_STEPS:
+            return self.model_of(value)
+        return None
 
     def bind(self, target: ast.expr, value: ast.expr | None) -> None:
         if type(target) is ast.Name:
             name = target.id
+            model = self.row_model(value) if value is not None else None
+            if model:
+                self.function.local_types[name] = model
+            else:
+                self.function.local_types.pop(name, None)
             if value is not None and is_queryset(value, self.queryset_names):
                 self.queryset_names.add(name)
             else:
@@ -277,14 +338,36 @@ class _Collector:
             node.name, qualname, node.lineno, self.module, parent,
             class_name=self.class_name if self.class_methods is not None else parent.class_name,
         )
-        for name in decorator_names(node):
+        for decorator in node.decorator_list:
+            called = decorator.func if type(decorator) is ast.Call else decorator
+            name = dotted(called)
+            if not name:
+                continue
             last = name[-1]
-            if is_task_decorator(name):
+            if is_task_decorator(name) or last in self.task_decorators:
                 facts.is_task = True
+                if type(decorator) is ast.Call and any(
+                    keyword.arg == "soft_time_limit"
+                    and not (type(keyword.value) is ast.Constant and keyword.value.value is None)
+                    for keyword in decorator.keywords
+                ):
+                    facts.soft_limit = "decorator"
             elif last in CACHE_DECORATORS:
                 facts.is_cached = True
             elif last == "atomic":
                 facts.is_atomic = True
+            else:
+                target = call_target(called)
+                if target is not None:
+                    facts.decorators.append(target)
+        for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+            annotation = argument.annotation
+            if type(annotation) is ast.Constant and type(annotation.value) is str:
+                facts.local_types[argument.arg] = annotation.value.rsplit(".", 1)[-1]
+            elif annotation is not None:
+                model = terminal_name(annotation)
+                if model and model[:1].isupper():
+                    facts.local_types[argument.arg] = model
         if self.class_methods is not None:
             self.class_methods[node.name] = facts
             if self.task_class and node.name == "run":
@@ -306,8 +389,12 @@ class _Collector:
         self.active = [facts.events] if self.pg or facts.is_atomic else []
         self.pending = []
         self.class_methods = None
+        saved_open, self.open_queryset_loops = self.open_queryset_loops, 0
         self.body(node.body)
+        self.open_queryset_loops = saved_open
         (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
+        if facts.wraps_task and parent is not self.top:
+            parent.wraps_task = True  # a decorator factory: the outer function is what code applies
 
     def class_def(self, node: ast.ClassDef) -> None:
         in_loop = self.loop_depth > 0
@@ -318,11 +405,22 @@ class _Collector:
             self.module.classes.setdefault(node.name, methods)
         saved = (self.class_methods, self.class_name, self.task_class)
         self.class_name = node.name
-        self.task_class = any(terminal_name(base) == "Task" for base in node.bases)
+        bases = [name for name in map(terminal_name, node.bases) if name]
+        if self.function is self.top:
+            self.module.class_bases[node.name] = bases
+        self.task_class = "Task" in bases
         for statement in node.body:
             self.class_methods = methods
             self.statement(statement)
+        is_task_class = self.task_class
         self.class_methods, self.class_name, self.task_class = saved
+        if is_task_class and "run" in methods and _sets_soft_limit(node.body):
+            methods["run"].soft_limit = "class"
+        if self.function is self.top and any(method.wraps_task for method in methods.values()):
+            # A class whose instances wrap app.task: applying it as a decorator makes a task.
+            self.module.top_defs.setdefault(
+                node.name, FunctionFacts(node.name, node.name, node.lineno, self.module, wraps_task=True)
+            )
 
     # Expressions ----------------------------------------------------------
 
@@ -348,13 +446,15 @@ class _Collector:
                 continue
             if kind is ast.Call:
                 self.call(node, loop)
+                if references:
+                    self.reference_call(node, loop)
                 call = node
             elif kind is ast.Attribute:
-                if references and node.attr in MANAGERS:
+                if references and node.attr in MANAGERS and id(node) not in self.handled_managers:
                     model = terminal_name(node.value)
                     if model in references:
                         self.function.reference_queries.append(
-                            ReferenceQuery(model, node.lineno, node.col_offset + 1, loop)
+                            ReferenceQuery(model, node.lineno, node.col_offset + 1, loop, node.end_lineno or node.lineno)
                         )
             elif kind in COMPREHENSIONS:
                 generators = node.generators
@@ -383,6 +483,19 @@ class _Collector:
                     target.extend(events)
             self.pending.clear()
 
+    def reference_call(self, node: ast.Call, in_loop: bool) -> None:
+        """Record `Model.objects....(...)` on a reference model once, at its outermost call, if it only reads."""
+        current, methods = manager_access(node)
+        if current is None or id(current) in self.handled_managers:
+            return
+        self.handled_managers.add(id(current))
+        model = terminal_name(current.value)
+        if model not in self.reference_models or WRITE_METHODS.intersection(methods):
+            return
+        self.function.reference_queries.append(
+            ReferenceQuery(model, current.lineno, current.col_offset + 1, in_loop, node.end_lineno or node.lineno)
+        )
+
     def call(self, node: ast.Call, in_loop: bool) -> None:
         func = node.func
         target = call_target(func)
@@ -394,6 +507,12 @@ class _Collector:
         attribute = func.attr if type(func) is ast.Attribute else (func.id if type(func) is ast.Name else None)
         if attribute is None:
             return
+        if attribute in BULK_WRITES and type(func) is ast.Attribute and node.args:
+            first = node.args[0]
+            if type(first) is ast.Name:
+                self.function.bulk_writes.append((line, first.id))
+        elif (attribute == "task" or attribute == "shared_task") and is_task_decorator(dotted(func) or ("",)):
+            self.function.wraps_task = True
         if attribute in ("commit", "rollback") and self.active:
             self.pending.append((line, node.col_offset, ("C",)))
         for keyword in node.keywords:
@@ -426,10 +545,31 @@ class _Collector:
             self.pending.append((*position, ("R", call.lineno, call.col_offset + 1)))
 
 
-def collect(tree: ast.Module, path: Path, display: str, reference_models: frozenset[str], source: bytes) -> ModuleFacts:
+def _sets_soft_limit(body: list[ast.stmt]) -> bool:
+    """True when a class body assigns soft_time_limit a value other than None."""
+    for statement in body:
+        if type(statement) is ast.Assign and any(
+            type(target) is ast.Name and target.id == "soft_time_limit" for target in statement.targets
+        ):
+            return not (type(statement.value) is ast.Constant and statement.value.value is None)
+    return False
+
+
+def collect(
+    tree: ast.Module,
+    path: Path,
+    display: str,
+    reference_models: frozenset[str],
+    source: bytes,
+    task_decorators: frozenset[str] = frozenset(),
+) -> ModuleFacts:
     """Facts of one parsed module."""
     module = ModuleFacts(path, display)
-    collector = _Collector(module, reference_models, source)
+    if b"oft_time_limit" in source or b"OFT_TIME_LIMIT" in source:
+        match = SOFT_LIMIT_SETTING.search(source)
+        if match:
+            module.soft_limit_setting = source.count(b"\n", 0, match.start()) + 1
+    collector = _Collector(module, reference_models, source, task_decorators)
     collector.body(tree.body)
     for classes_methods in module.classes.values():
         for facts in classes_methods.values():

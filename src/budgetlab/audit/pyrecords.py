@@ -27,6 +27,7 @@ class Handler:
     line: int
     column: int
     in_loop: bool
+    end_line: int = 0
 
 
 @dataclass(slots=True)
@@ -37,6 +38,10 @@ class QuerysetLoop:
     column: int
     loop: ast.AST  # the For node's target and iter, unparsed only when reported
     helper: Target | None  # call target when the body is a single call
+    writes: bool = False  # the body calls .save(), .delete(), .create()... itself
+    end_line: int = 0  # last line of the `for ... :` header
+    related: bool = False  # over one row's relation (`invoice.lines.all()`), not a queryset of its own
+    gathered: frozenset[str] = frozenset()  # the loop's source name and the lists it appends to
 
 
 @dataclass(slots=True)
@@ -47,6 +52,7 @@ class ReferenceQuery:
     line: int
     column: int
     in_loop: bool
+    end_line: int = 0
 
 
 @dataclass(eq=False)
@@ -66,6 +72,13 @@ class FunctionFacts:
     opens_connection: bool = False  # psycopg.connect() without autocommit: a transaction of its own
     manual_transaction: bool = False  # set_autocommit(False) on a shared connection
     has_try_handler: bool = False
+    #: Calls a task decorator in its body (app.task(...), shared_task(...)): a decorator of the project's own.
+    wraps_task: bool = False
+    #: Where this task's own soft limit is set ("decorator", "class"), or None.
+    soft_limit: str | None = None
+    decorators: list[Target] = field(default_factory=list)  # resolved later: a project's own task decorators
+    bulk_writes: list[tuple[int, str]] = field(default_factory=list)  # (line, first argument) of .bulk_update()/.bulk_create()
+    local_types: dict[str, str] = field(default_factory=dict)  # name -> model class name, where known
     local_defs: dict[str, FunctionFacts] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
@@ -88,3 +101,7 @@ class ModuleFacts:
     imports: dict[str, tuple] = field(default_factory=dict)
     has_tasks: bool = False
     mentions_pg_stat: bool = False
+    #: Line of a project-wide soft time limit (task_soft_time_limit, CELERY_TASK_SOFT_TIME_LIMIT), or 0.
+    soft_limit_setting: int = 0
+    #: Class name -> its base class names, for task classes and model classes.
+    class_bases: dict[str, list[str]] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""The catalogue of audit rules: codes, the lab that teaches each one, and help texts."""
+"""The catalogue of audit rules: codes, the lab that teaches each one, severities and help texts."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ class Rule:
     """One check: its code, its lab, a short name and a one-line description."""
 
     code: str
-    lab: int
+    #: The workshop lab that shows the failure; None for BL000, which no lab teaches.
+    lab: int | None
     name: str
     summary: str
     anchor: str
+    #: SARIF level when the finding does not choose its own ("error", "warning", "note").
+    severity: str = "warning"
 
     @property
     def help_uri(self) -> str:
@@ -28,6 +31,15 @@ class Rule:
 RULES: dict[str, Rule] = {
     rule.code: rule
     for rule in (
+        Rule(
+            "BL000",
+            None,
+            "unreadable-file",
+            "A file the audit was asked to check could not be read or parsed, "
+            "so none of its findings are known.",
+            "bl000-a-file-the-audit-could-not-read",
+            "error",
+        ),
         Rule(
             "BL001",
             1,
@@ -71,6 +83,10 @@ RULES: dict[str, Rule] = {
 }
 
 
+#: Codes --select and --ignore choose from; BL000 is always on, as a run must never be silent.
+SELECTABLE = tuple(code for code in RULES if code != "BL000")
+
+
 class UnknownCode(ValueError):
     """A --select/--ignore/config entry that names no rule."""
 
@@ -87,11 +103,11 @@ def expand_codes(entries: list[str], origin: str) -> set[str]:
         if not entry:
             continue
         if entry == "ALL":
-            codes.update(RULES)
+            codes.update(SELECTABLE)
             continue
-        matched = {code for code in RULES if code.startswith(entry)}
+        matched = {code for code in SELECTABLE if code.startswith(entry)}
         if not matched:
-            known = ", ".join(RULES)
+            known = ", ".join(SELECTABLE)
             raise UnknownCode(f"unknown rule code {raw.strip()!r} in {origin} (known: {known})")
         codes |= matched
     return codes

@@ -122,20 +122,28 @@ def _queue_phrase(queues: list[str]) -> str:
     return f"The worker for {label} " + ", ".join(queues)
 
 
-def check_launch_file(display: str, text: str, kind: str) -> list[Finding]:
-    """BL001 findings of one launch file."""
+def check_launch_file(
+    display: str, text: str, kind: str, soft_limits: list[str] | None = None
+) -> list[Finding]:
+    """BL001 findings of one launch file.
+
+    Every worker line that sets --soft-time-limit is also added to soft_limits
+    as "path:line", for BL002 to say where a task's soft limit comes from.
+    """
     lines, commands = read_commands(text, kind)
     semicolon = kind == "keyvalue"
     findings: list[Finding] = []
     for command in commands:
         for words in _invocations(command):
             limits, queues = _options(words)
+            if soft_limits is not None:
+                soft_limits.extend(f"{display}:{word.line}" for flag, word, _ in limits if flag == LIMIT_FLAGS[0])
             if not limits or _silenced(lines, command, semicolon):
                 continue
             for flag, word, value in limits:
                 message = _message(flag, value, queues, lines, command, word, semicolon)
                 if message:
-                    findings.append(Finding(display, word.line, word.column, "BL001", message))
+                    findings.append(Finding(display, word.line, word.column, "BL001", message, end_line=command.last_line))
     return findings
 
 
@@ -148,14 +156,9 @@ def _message(
     if fallback:
         default = fallback.group("default") or "empty"
         return (
-            f"{who} takes {flag} from the shell fallback {value}: while {fallback.group('var')} "
-            f"is unset, every task without its own limit gets {default} s, a budget nobody chose "
-            f"(the flag beats {setting} in the settings)"
+            f"{who} takes {flag} from the shell fallback {value}: {default} s while "
+            f"{fallback.group('var')} is unset, overriding {setting}"
         )
     if _LITERAL.match(value) and not _explained(lines, command, word, semicolon):
-        return (
-            f"{who} sets {flag} {value} with no comment saying why: the flag beats {setting} "
-            f"in the settings for every task without its own limit; explain the budget in a "
-            f"comment next to it or move it into the settings"
-        )
+        return f"{who} sets {flag} {value} with no comment giving the reason, overriding {setting}"
     return None

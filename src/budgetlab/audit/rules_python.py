@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from budgetlab.audit.callgraph import Project, per_item, task_reach
 from budgetlab.audit.findings import Finding
 from budgetlab.audit.pyrecords import Call, FunctionFacts, ModuleFacts
 
 _MAX_DEPTH = 8
+# BL003 follows calls from a task at most this far: task -> helper -> helper.
+# Further away, whether a loop's failure stops anything depends on callers
+# the finding could not name; on real code bases most such findings were wrong.
+_SWEEP_DEPTH = 2
 
 
 def _where(facts: FunctionFacts) -> str:
@@ -16,22 +21,28 @@ def _where(facts: FunctionFacts) -> str:
 
 
 def _loop_at(origin: tuple, here: FunctionFacts) -> str:
-    """"line 40" for a loop in the same file, "path:40" for one elsewhere."""
+    """"line 40" for a loop in the same file, "tasks.py:40" for one elsewhere (the title stays short)."""
     caller, call = origin
     if caller.module is here.module:
         return f"line {call.line}"
-    return f"{caller.module.display}:{call.line}"
+    return f"{Path(caller.module.display).name}:{call.line}"
 
 
-def check_python(modules: list[ModuleFacts], enabled: set[str] | frozenset[str]) -> list[Finding]:
-    """Findings of the Python rules in enabled, over every module at once."""
+def check_python(
+    modules: list[ModuleFacts], enabled: set[str] | frozenset[str], worker_limits: list[str] = ()
+) -> list[Finding]:
+    """Findings of the Python rules in enabled, over every module at once.
+
+    worker_limits names the launch-file lines ("path:line") whose worker sets
+    --soft-time-limit, so BL002 can say where a task's soft limit comes from.
+    """
     project = Project(modules)
     findings: list[Finding] = []
     in_tasks = task_reach(project) if enabled & {"BL002", "BL003"} else {}
     if "BL002" in enabled:
-        findings.extend(swallowed_soft_limit(project, in_tasks))
+        findings.extend(swallowed_soft_limit(project, in_tasks, _project_soft_limit(project, worker_limits)))
     if "BL003" in enabled:
-        findings.extend(unisolated_queryset_loops(project, in_tasks))
+        findings.extend(unisolated_queryset_loops(project, task_reach(project, _SWEEP_DEPTH)))
     if "BL004" in enabled:
         findings.extend(reference_queries_per_item(project))
     if "BL005" in enabled:
@@ -42,21 +53,43 @@ def check_python(modules: list[ModuleFacts], enabled: set[str] | frozenset[str])
 # BL002 --------------------------------------------------------------------
 
 
-def swallowed_soft_limit(project: Project, in_tasks: dict) -> list[Finding]:
-    """Catch-alls in a task's loops, or anywhere in a helper a task calls per item."""
+def _project_soft_limit(project: Project, worker_limits) -> str | None:
+    """Where a soft limit for every task is set: a setting or a worker flag, as "path:line"; None if nowhere."""
+    for module in project.modules:
+        if module.soft_limit_setting:
+            return f"setting at {Path(module.display).name}:{module.soft_limit_setting}"
+    for place in worker_limits:
+        return f"worker flag at {Path(place).name}"
+    return None
+
+
+def swallowed_soft_limit(project: Project, in_tasks: dict, project_limit: str | None) -> list[Finding]:
+    """Catch-alls in a task's loops, or anywhere in a helper a task calls per item, where a soft limit applies.
+
+    A task with soft_time_limit in its decorator or class ranks as an error;
+    one covered only by a project-wide setting or a worker flag, as a warning.
+    Where no soft limit is found at all, SoftTimeLimitExceeded is never raised
+    and the catch-all swallows nothing, so nothing is reported.
+    """
     if not any(facts.handlers for facts in in_tasks):
         return []
     per_item_in_tasks = per_item(project, list(in_tasks))
     findings = []
     for facts, (task,) in in_tasks.items():
+        if task.soft_limit:
+            severity, limit = "error", f"limit: its {task.soft_limit}"
+        elif project_limit:
+            severity, limit = "warning", f"limit: {project_limit}"
+        else:
+            continue
         for handler in facts.handlers:
             origin = per_item_in_tasks.get(facts)
             if handler.in_loop:
-                place = f"a loop in task {_where(task)}" if facts is task else (
-                    f"a loop in {_where(facts)} (run by task {_where(task)})"
+                place = f"a loop of task {_where(task)}" if facts is task else (
+                    f"a loop of {_where(facts)}, run by task {_where(task)}"
                 )
             elif origin is not None:
-                place = f"{_where(facts)} (run once per item by the loop at {_loop_at(origin, facts)})"
+                place = f"{_where(facts)}, run per item by task {_where(task)} (loop at {_loop_at(origin, facts)})"
             else:
                 continue
             findings.append(
@@ -65,10 +98,9 @@ def swallowed_soft_limit(project: Project, in_tasks: dict) -> list[Finding]:
                     handler.line,
                     handler.column,
                     "BL002",
-                    f"`{handler.label}` in {place} also catches SoftTimeLimitExceeded: the soft "
-                    "limit is blamed on the current item and swallowed, the loop runs on until "
-                    "the hard limit kills the worker child, and the job never reaches a final "
-                    "state; catch SoftTimeLimitExceeded first, finalize the job, re-raise",
+                    f"`{handler.label}` in {place} swallows SoftTimeLimitExceeded ({limit})",
+                    severity,
+                    handler.end_line,
                 )
             )
     return findings
@@ -91,9 +123,15 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
             for loop in facts.queryset_loops:
                 if loop.helper is not None and _helper_isolates(project, facts, loop):
                     continue
+                if not loop.writes and any(
+                    line > loop.line and name in loop.gathered for line, name in facts.bulk_writes
+                ):
+                    continue  # gathers rows for one bulk write after the loop: nothing is done per row
+                if loop.related and not facts.is_task:
+                    continue  # a helper walking one row's relation works on that one item
                 where = (
                     f"task {_where(facts)}" if facts.is_task
-                    else f"{_where(facts)} (runs in task {_where(task[0])})" if task
+                    else f"{_where(facts)}, reached from task {_where(task[0])}" if task
                     else f"sweep {_where(facts)}"
                 )
                 findings.append(
@@ -102,11 +140,9 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
                         loop.line,
                         loop.column,
                         "BL003",
-                        f"`for {_short(loop.loop.target)} in {_short(loop.loop.iter)}` in {where} does "
-                        "the work with no per-row isolation: the first row that raises ends the "
-                        "sweep and leaves the rest for the next run, which stops at the same row; "
-                        "isolate each row (try/except that re-raises SoftTimeLimitExceeded), count "
-                        "failures and log a summary",
+                        f"`for {_short(loop.loop.target)} in {_short(loop.loop.iter)}` in {where}: "
+                        "one row that raises stops the rows after it",
+                        end_line=loop.end_line,
                     )
                 )
     return findings
@@ -141,7 +177,7 @@ def reference_queries_per_item(project: Project) -> list[Finding]:
             if query.in_loop:
                 place = "inside a loop"
             elif origin is not None:
-                place = f"in {_where(facts)} (run once per item by the loop at {_loop_at(origin, facts)})"
+                place = f"in {_where(facts)}, run per item by the loop at {_loop_at(origin, facts)}"
             else:
                 continue
             findings.append(
@@ -150,10 +186,8 @@ def reference_queries_per_item(project: Project) -> list[Finding]:
                     query.line,
                     query.column,
                     "BL004",
-                    f"{query.model} is reference data, queried {place}: likely one table scan "
-                    "per row, each too small to see in a profile, together a large share of a "
-                    "batch's run time; read it through a functools.lru_cache function cleared on "
-                    "post_save/post_delete (heuristic: check that the query really runs per item)",
+                    f"reference data `{query.model}` read {place}",
+                    end_line=query.end_line,
                 )
             )
     return findings
@@ -240,10 +274,7 @@ def _scan(project: Project, facts: FunctionFacts, events: list[tuple], effects: 
                     line,
                     column,
                     "BL005",
-                    f"pg_stat_* read {again} in the same transaction with no "
-                    "pg_stat_clear_snapshot() between: since PostgreSQL 15 the first read freezes "
-                    "the statistics snapshot for the whole transaction, so the delta is zero; "
-                    "sample in autocommit",
+                    f"pg_stat_* read {again} in one transaction: it returns the first read's frozen snapshot",
                 )
             )
         first_read = (line, column)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 from pathlib import Path
@@ -70,6 +71,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
                 work.append((absolute, kind, config))
 
     result = AuditResult()
+    worker_limits: list[str] = []
     modules = []
     python_sources: dict[str, tuple[bytes, object]] = {}
     for absolute, kind, config in work:
@@ -78,40 +80,50 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             result.skipped.append(Skipped(display, "not a Python or launch file"))
             continue
         try:
+            if kind.startswith("unlisted:"):
+                raise Unreadable(f"cannot list folder: {kind.partition(':')[2]}")
             data = read_bytes(absolute)
             if kind == "python":
                 tree = parse_python(data, display)
             else:
                 text = decode_text(data)
         except Unreadable as exc:
-            result.skipped.append(Skipped(display, str(exc)))
+            result.unread += 1
+            result.findings.append(Finding(display, 1, 1, "BL000", _capitalised(str(exc)), "error"))
             continue
         result.files += 1
         result.lines += data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         if kind == "python":
-            modules.append(collect(tree, absolute, display, config.reference_models, data))
+            modules.append(collect(tree, absolute, display, config.reference_models, data, config.task_decorators))
             python_sources[display] = (data, config)
             del tree
-        elif "BL001" in config.enabled:
-            result.findings.extend(check_launch_file(display, text, kind))
+        else:
+            findings = check_launch_file(display, text, kind, worker_limits)
+            if "BL001" in config.enabled and findings:
+                result.findings.extend(findings)
+                result.sources[display] = text.splitlines()
 
     enabled = set().union(*(config.enabled for _, _, config in work)) if work else set()
     if modules and enabled - {"BL001"}:
-        lines_cache: dict[str, list[str]] = {}
-        for finding in check_python(modules, enabled):
+        for finding in check_python(modules, enabled, worker_limits):
             data, config = python_sources[finding.path]
             if finding.code not in config.enabled:
                 continue
-            lines = lines_cache.get(finding.path)
+            lines = result.sources.get(finding.path)
             if lines is None:
-                lines = lines_cache[finding.path] = python_lines(data)
-            line = lines[finding.line - 1] if finding.line <= len(lines) else ""
-            if silenced(line, finding.code):
+                lines = result.sources[finding.path] = python_lines(data)
+            statement = lines[finding.line - 1 : max(finding.line, finding.end_line)]
+            if any(silenced(line, finding.code) for line in statement):
                 continue
-            result.findings.append(_character_column(finding, line))
+            result.findings.append(_character_column(finding, statement[0] if statement else ""))
     result.findings = sorted(set(result.findings))
     result.skipped.sort()
     return result
+
+
+def _capitalised(reason: str) -> str:
+    """"cannot parse (...)" as a title: "Cannot parse (...)"."""
+    return reason[:1].upper() + reason[1:]
 
 
 def _character_column(finding: Finding, line: str) -> Finding:
@@ -120,7 +132,7 @@ def _character_column(finding: Finding, line: str) -> Finding:
         return finding
     encoded = line.encode("utf-8")
     column = len(encoded[: finding.column - 1].decode("utf-8", "ignore")) + 1
-    return Finding(finding.path, finding.line, column, finding.code, finding.message)
+    return dataclasses.replace(finding, column=column)
 
 
 def relative_uri(display: str) -> str:

@@ -7,6 +7,8 @@ import io
 import tokenize
 from pathlib import Path
 
+from budgetlab.audit import lowering
+
 
 class Unreadable(Exception):
     """A file to report as skipped; the message says why in a few words."""
@@ -37,6 +39,9 @@ def parse_python(data: bytes, filename: str) -> ast.Module:
     try:
         return ast.parse(data, filename=filename)
     except SyntaxError as exc:
+        lowered = _lowered_tree(data, filename, exc)
+        if lowered is not None:
+            return lowered
         detail = exc.msg or "invalid syntax"
         if "unicode error" in detail or "codec can't decode" in detail:
             detail = detail.replace("(unicode error)", "").strip()
@@ -47,6 +52,18 @@ def parse_python(data: bytes, filename: str) -> ast.Module:
         raise Unreadable(f"cannot parse ({_short(str(exc))})") from None
     except (RecursionError, MemoryError):
         raise Unreadable("cannot parse (nested too deeply)") from None
+
+
+def _lowered_tree(data: bytes, filename: str, error: SyntaxError) -> ast.Module | None:
+    """The AST of the source with syntax newer than this interpreter rewritten, or None."""
+    message = error.msg or ""
+    if "unicode error" in message or "codec can't decode" in message:
+        return None
+    try:
+        lowered = lowering.lower(data)
+        return ast.parse(lowered, filename=filename) if lowered is not None else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def python_lines(data: bytes) -> list[str]:

@@ -1,0 +1,303 @@
+"""Measures how many of `budgetlab audit`'s findings on real Django + Celery code bases are right, and how fast it reads them.
+
+Run from the repository root, with a folder that holds the code bases:
+
+    python benchmarks/audit_precision.py ~/audit-trees
+    python benchmarks/audit_precision.py ~/audit-trees --update-docs   # also rewrite the run and table in docs/audit.md
+
+Each code base is pinned to one commit (TREES below) and lives in
+FOLDER/<name>; the trees are never committed here. The script says which are
+missing and how to get them. A person labelled the findings once, in
+benchmarks/audit_labels.csv: every finding of a rule, or a seeded random 30 of
+them where a rule has more, is true, false or debatable, with a one-line
+reason. The script prints, per rule, how many findings there are, how many of
+them were read and labelled, and the precision (true / labelled); any sampled
+finding without a label is counted and listed, never guessed. A labelled true
+finding that the audit no longer reports is listed as lost. Wall time and lines
+per second are printed beside the figures measured on the audit before issue 16.
+
+Exit code: 0 when every tree was present, every sampled finding had a label,
+no true finding was lost, no file was left unread for its syntax, and every
+rule firing at least five times reached 80 % precision; 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "benchmarks" / "audit_labels.csv"
+DOCS_PAGE = ROOT / "docs" / "audit.md"
+SAMPLE = 30
+SEED = 16
+MIN_FIRING = 5
+TARGET_PRECISION = 0.80
+#: The code base whose real run the docs page shows.
+DOCS_TREE = "readthedocs.org"
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One public code base, pinned to a commit."""
+
+    #: Folder name under the benchmark folder.
+    name: str
+    #: Where to get it.
+    url: str
+    #: The commit the labels were made on.
+    commit: str
+    #: The folder inside the checkout that is audited (the application code).
+    audit_path: str
+    #: Wall and CPU seconds of the audit before issue 16 on this tree, measured
+    #: on the same 2-core machine (other agents running) on 2026-11-30.
+    before_wall: float
+    before_cpu: float
+
+
+TREES = (
+    Tree("saleor", "https://github.com/saleor/saleor", "723cd4eba87dfc72822ade45dc08a3caa548428d", ".", 20.38, 13.23),
+    Tree("paperless-ngx", "https://github.com/paperless-ngx/paperless-ngx",
+         "b0e0e8a35373a5d9d588a507cb63c79e50a23403", ".", 2.37, 1.95),
+    Tree("readthedocs.org", "https://github.com/readthedocs/readthedocs.org",
+         "7937196123747181054d4c2361ec81f93c37f8f2", ".", 2.35, 2.16),
+    Tree("taiga-back", "https://github.com/taigaio/taiga-back", "3bea7114007afd83478a8d6f2a70afd70d94dc21", ".",
+         2.58, 2.39),
+    Tree("plane", "https://github.com/makeplane/plane", "4ca6d6c7b807ad09bb571af2c43e85bf47c3ec6b", ".", 2.32, 2.18),
+)
+
+
+def _audit_module():
+    try:
+        import budgetlab.audit as module
+    except ModuleNotFoundError:  # a plain checkout, not installed: use its src/
+        sys.path.insert(0, os.fspath(ROOT / "src"))
+        import budgetlab.audit as module
+    return module
+
+
+def load_labels(path: Path = LABELS) -> dict[tuple[str, str, int, str], tuple[str, str, int]]:
+    """(tree, path, line, code) -> (label, reason, now_at) from the labels file.
+
+    now_at is the line a finding moved to (an inner loop now reported once at
+    its outer loop), or 0; a true finding counts as kept when it is there.
+    """
+    labels = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            label = row["label"].strip()
+            if label not in ("true", "false", "debatable"):
+                raise SystemExit(f"audit_precision: {path.name}: unknown label {label!r} for {row['path']}:{row['line']}")
+            now_at = int(row["now_at"]) if row["now_at"].strip() else 0
+            labels[(row["tree"], row["path"], int(row["line"]), row["code"])] = (label, row["reason"].strip(), now_at)
+    return labels
+
+
+def sample(keys: list[tuple[str, str, int, str]]) -> list[tuple[str, str, int, str]]:
+    """All findings of a rule, or a seeded random SAMPLE of them."""
+    keys = sorted(keys)
+    if len(keys) <= SAMPLE:
+        return keys
+    return sorted(random.Random(SEED).sample(keys, SAMPLE))
+
+
+def run_trees(folder: Path, trees) -> tuple[list, dict, list[str]]:
+    """Audit each present tree; (findings keys, figures per tree, missing-tree lines)."""
+    audit = _audit_module().audit
+    keys = []
+    figures = {}
+    missing = []
+    for tree in trees:
+        base = folder / tree.name
+        if not base.is_dir():
+            missing.append(
+                f"missing  {tree.name}: git clone {tree.url} {base} && git -C {base} checkout {tree.commit}"
+            )
+            continue
+        start, cpu_start = time.perf_counter(), time.process_time()
+        result = audit([os.fspath(base / tree.audit_path)])
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        unread_syntax = sum(1 for f in result.findings if f.code == "BL000" and "cannot parse" in f.message.lower())
+        unread = sum(1 for f in result.findings if f.code == "BL000")
+        figures[tree.name] = (result.files, result.lines, wall, cpu, unread, unread_syntax)
+        for finding in result.findings:
+            if finding.code == "BL000":
+                continue
+            relative = Path(finding.path).resolve().relative_to(base.resolve()).as_posix()
+            keys.append((tree.name, relative, finding.line, finding.code))
+    return keys, figures, missing
+
+
+def timed_cli(source: Path, target: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of `python -m budgetlab.audit TARGET` run from the audit package under source."""
+    env = dict(os.environ, PYTHONPATH=os.fspath(source))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "budgetlab.audit", os.fspath(target), "--format", "json"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare_speed(folder: Path, ref: str, rounds: int) -> None:
+    """Time the audit at a git ref and this checkout's audit in turns on every tree, and print both.
+
+    Taking turns in one session puts both under the same load, which a shared
+    machine changes from one minute to the next.
+    """
+    with tempfile.TemporaryDirectory(prefix="audit-before-") as scratch:
+        archive = subprocess.run(
+            ["git", "-C", os.fspath(ROOT), "archive", ref, "src/budgetlab"], capture_output=True, check=False
+        )
+        if archive.returncode:
+            raise SystemExit(f"audit_precision: error: git archive {ref} failed: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", scratch], input=archive.stdout, check=True)
+        sources = {ref: Path(scratch) / "src", "this checkout": ROOT / "src"}
+        totals = {name: [0.0, 0.0] for name in sources}
+        for _ in range(rounds):
+            for tree in TREES:
+                target = folder / tree.name / tree.audit_path
+                if not target.is_dir():
+                    continue
+                for name, source in sources.items():
+                    wall, cpu = timed_cli(source, target)
+                    totals[name][0] += wall
+                    totals[name][1] += cpu
+        for name, (wall, cpu) in totals.items():
+            print(f"{name:<15} wall {wall / rounds:6.1f} s  CPU {cpu / rounds:6.1f} s  (all trees, mean of {rounds})")
+        (old_wall, old_cpu), (new_wall, new_cpu) = totals.values()
+        print(f"this checkout / {ref}: wall {new_wall / old_wall:.2f}x, CPU {new_cpu / old_cpu:.2f}x")
+
+
+def precision_rows(keys, labels, codes) -> tuple[list[list[str]], list[str], bool]:
+    """Table rows per rule, the sampled findings that have no label, and whether the target was met."""
+    rows = []
+    unlabelled = []
+    met = True
+    for code in codes:
+        found = [key for key in keys if key[3] == code]
+        read = sample(found)
+        counts = Counter(labels[key][0] for key in read if key in labels)
+        unlabelled += [":".join(map(str, key)) for key in read if key not in labels]
+        labelled = sum(counts.values())
+        precision = counts["true"] / labelled if labelled else None
+        if len(found) >= MIN_FIRING and (precision is None or precision < TARGET_PRECISION):
+            met = False
+        rows.append([
+            code, str(len(found)), str(labelled), str(counts["true"]), str(counts["false"]),
+            str(counts["debatable"]), "–" if precision is None else f"{precision:.0%}",
+        ])
+    return rows, unlabelled, met
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    head = ["rule", "findings", "read", "true", "false", "debatable", "precision"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def docs_run(folder: Path) -> str:
+    """A real run of the CLI on DOCS_TREE, as a person types it in the benchmark folder."""
+    commands = [
+        ["budgetlab", "audit", DOCS_TREE, "--statistics"],
+        ["budgetlab", "audit", DOCS_TREE, "--output-format", "concise", "--allow-unreadable"],
+        ["budgetlab", "audit", f"{DOCS_TREE}/readthedocs/oauth/tasks.py", "--select", "BL002"],
+    ]
+    env = dict(os.environ, COLUMNS="100", NO_COLOR="1", TERM="dumb")
+    program = Path(sys.executable).with_name("budgetlab")
+    parts = []
+    for command in commands:
+        completed = subprocess.run(
+            [os.fspath(program), *command[1:]], cwd=folder, env=env, capture_output=True, text=True, timeout=300
+        )
+        output = completed.stdout + completed.stderr
+        # Nothing machine-specific may reach the page: the folder is shown as the command's own relative paths.
+        output = output.replace(os.fspath(folder.resolve()) + "/", "").replace(os.fspath(folder) + "/", "")
+        parts.append("$ " + " ".join(command) + "\n" + output.rstrip() + f"\n$ echo $?\n{completed.returncode}")
+    return "\n".join(parts)
+
+
+def update_docs(table: str, run: str) -> None:
+    """Replace the generated blocks of docs/audit.md between their marker comments."""
+    text = DOCS_PAGE.read_text(encoding="utf-8")
+    for name, body in (("precision-table", table), ("real-run", f"```console\n{run}\n```")):
+        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
+        if not pattern.search(text):
+            raise SystemExit(f"audit_precision: docs/audit.md has no <!-- {name}:start/end --> markers")
+        text = pattern.sub(lambda match: match.group(1) + body + "\n" + match.group(2), text)
+    DOCS_PAGE.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="folder that holds one checkout per code base, named as in TREES")
+    parser.add_argument("--update-docs", action="store_true", help="rewrite the table and the real run in docs/audit.md")
+    parser.add_argument("--compare", metavar="REF",
+                        help="also time the audit of a git ref (e.g. main) and this one in turns, under the same load")
+    parser.add_argument("--rounds", type=int, default=2, help="turns each for --compare (default: 2)")
+    options = parser.parse_args(argv)
+    if not options.folder.is_dir():
+        print(f"audit_precision: error: not a folder: {options.folder}", file=sys.stderr)
+        return 2
+    labels = load_labels()
+    keys, figures, missing = run_trees(options.folder, TREES)
+    for line in missing:
+        print(line)
+    codes = [code for code in _audit_module().RULES if code != "BL000"]
+    rows, unlabelled, met = precision_rows(keys, labels, codes)
+    print()
+    print(markdown_table(rows))
+    print()
+    print(f"{'tree':<17}{'files':>7}{'lines':>10}{'unread':>8}{'syntax':>8}{'wall s':>8}{'before':>8}{'CPU s':>7}"
+          f"{'before':>8}{'lines/s':>9}")
+    totals = [0, 0, 0.0, 0.0, 0, 0, 0.0, 0.0]
+    for tree in TREES:
+        if tree.name not in figures:
+            continue
+        files, lines, wall, cpu, unread, syntax = figures[tree.name]
+        print(f"{tree.name:<17}{files:>7,}{lines:>10,}{unread:>8}{syntax:>8}{wall:>8.1f}{tree.before_wall:>8.1f}"
+              f"{cpu:>7.1f}{tree.before_cpu:>8.1f}{lines / wall:>9,.0f}")
+        for index, value in enumerate((files, lines, wall, cpu, unread, syntax, tree.before_wall, tree.before_cpu)):
+            totals[index] += value
+    files, lines, wall, cpu, unread, syntax, before_wall, before_cpu = totals
+    if figures:
+        print(f"{'all':<17}{files:>7,}{lines:>10,}{unread:>8}{syntax:>8}{wall:>8.1f}{before_wall:>8.1f}"
+              f"{cpu:>7.1f}{before_cpu:>8.1f}{lines / wall:>9,.0f}")
+        print(f"wall {wall / before_wall:.2f}x and CPU {cpu / before_cpu:.2f}x the audit before issue 16 "
+              "(wall time also counts whatever else the machine runs)")
+    present = {tree.name for tree in TREES if tree.name in figures}
+    current = set(keys)
+    lost = sorted(
+        key for key, (label, _, now_at) in labels.items()
+        if label == "true" and key[0] in present and key not in current and (*key[:2], now_at, key[3]) not in current
+    )
+    for key in lost:
+        print("lost true finding  " + ":".join(map(str, key)) + "  (" + labels[key][1] + ")")
+    for key in unlabelled:
+        print("no label  " + key)
+    if options.compare:
+        compare_speed(options.folder, options.compare, options.rounds)
+    if options.update_docs and not missing:
+        update_docs(markdown_table(rows), docs_run(options.folder))
+        print("docs/audit.md: precision table and real run rewritten")
+    ok = not missing and not unlabelled and not lost and syntax == 0 and met
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

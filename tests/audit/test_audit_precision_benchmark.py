@@ -1,0 +1,52 @@
+"""The precision benchmark's labels are well formed and it names every code base it cannot find."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "audit_precision.py"
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("audit_precision", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_label_names_a_pinned_tree_a_known_label_and_a_reason():
+    """Each row of audit_labels.csv is true/false/debatable with a reason, on a tree the benchmark pins."""
+    benchmark = _benchmark()
+    trees = {tree.name for tree in benchmark.TREES}
+    with benchmark.LABELS.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows, "audit_labels.csv is empty"
+    for row in rows:
+        where = f"{row['tree']}:{row['path']}:{row['line']}"
+        assert row["tree"] in trees, f"{where}: tree not in TREES"
+        assert row["label"] in ("true", "false", "debatable"), f"{where}: label {row['label']!r}"
+        assert row["reason"].strip(), f"{where}: no reason"
+        assert row["code"] in {"BL001", "BL002", "BL003", "BL004", "BL005"}, f"{where}: code {row['code']!r}"
+    assert len(benchmark.TREES) >= 4 and all(len(tree.commit) == 40 for tree in benchmark.TREES)
+
+
+def test_missing_trees_are_named_with_where_to_get_them(tmp_path, capsys):
+    """Given an empty folder, the benchmark lists each missing code base with its URL and commit, and fails."""
+    benchmark = _benchmark()
+    assert benchmark.main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    for tree in benchmark.TREES:
+        assert f"missing  {tree.name}: git clone {tree.url}" in out and tree.commit in out, out
+
+
+def test_a_sample_is_seeded_and_capped():
+    """More than 30 findings of a rule are sampled to 30, the same 30 on every run."""
+    benchmark = _benchmark()
+    keys = [("t", f"f{index}.py", index, "BL003") for index in range(100)]
+    first = benchmark.sample(keys)
+    assert len(first) == benchmark.SAMPLE and first == benchmark.sample(list(reversed(keys)))
