@@ -159,14 +159,21 @@ def doctor() -> None:
     raise typer.Exit(1 if problems else 0)
 
 
-def _audit_epilog() -> str:
-    from budgetlab.audit.command import epilog
+class _AuditHelp(typer.core.TyperCommand):
+    """The audit command, whose epilog (rules, exit codes, config keys) is built only when help is shown.
 
-    # Rich reads [brackets] as markup; escaped, the table name prints as written.
-    return epilog().replace("[", "\\[")
+    Building it imports the whole audit, which every other command would pay for at start-up.
+    """
+
+    def format_help(self, ctx, formatter):
+        from budgetlab.audit.command import epilog
+
+        # Rich reads [brackets] as markup; escaped, the table name prints as written.
+        self.epilog = epilog().replace("[", "\\[")
+        return super().format_help(ctx, formatter)
 
 
-@app.command("audit", epilog=_audit_epilog())
+@app.command("audit", cls=_AuditHelp)
 def audit(paths: List[Path] = typer.Argument(..., help="Files or folders of your code base."),
           fmt: AuditFormat = typer.Option(AuditFormat.full, "--output-format", "--format",
                                           help="Output format (text is the old name of concise)."),
