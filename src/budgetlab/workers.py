@@ -104,13 +104,10 @@ class WorkerTree:
             raise
 
     def wait_ready(self, timeout: float) -> None:
+        # Only the log is polled: a /proc scan costs ~10 ms of CPU on a busy machine, and
+        # the tree's processes are found by their session when it is stopped (see _remember_tree).
         deadline = time.monotonic() + timeout
-        polls = 0
         while time.monotonic() < deadline:
-            # A /proc scan costs milliseconds of CPU; the log is cheap to read, so scan less often.
-            if polls % 10 == 0:
-                self._remember_tree()
-            polls += 1
             if len(self.ready_hostnames()) >= self.expect_ready:
                 self._remember_tree()
                 return
@@ -149,7 +146,7 @@ class WorkerTree:
     def _remember_tree(self) -> None:
         if self.proc is None:
             return
-        self._seen |= process.descendants(self.proc.pid) | {self.proc.pid}
+        self._seen |= _tree_of(self.proc.pid)
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop every process of the tree by PID and make sure none is left.
@@ -195,6 +192,24 @@ class WorkerTree:
         self.proc.wait()
         while self.pids():
             time.sleep(0.02)
+
+
+def _tree_of(root: int) -> set[int]:
+    """Return root, the processes below it, and those still in its session.
+
+    The tree is started in a session of its own. A process whose parent
+    exited (a master when its launch script ends) leaves the tree of
+    parents but keeps the session, so it is found all the same.
+    """
+    found = {root} | process.descendants(root)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == root:
+                    found.add(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
 
 
 def _signal(pid: int, number: int) -> None:
