@@ -51,14 +51,20 @@ class Runs:
         return (f"{flips:<7}{median:6.1f}{mark}{max(self.walls):6.1f} {statistics.mean(self.loads):6.1f}")
 
 
-def check(number: int, target: str) -> tuple[float, int, str]:
-    """Run `budgetlab check N --target T` as a learner would; return wall seconds, exit code, last line."""
+def check(number: int, target: str) -> tuple[float, int, str, list[str]]:
+    """Run `budgetlab check N --target T` as a learner would.
+
+    Returns wall seconds, the exit code, the last line, and each failed
+    check's title with its symptom (the line below it), to say what flipped.
+    """
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target],
                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
-    return wall, result.returncode, (lines[-1].strip() if lines else "")
+    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    failed = [f"{line} {lines[i + 1] if i + 1 < len(lines) else ''}".strip()
+              for i, line in enumerate(lines) if line.startswith("✗")]
+    return wall, result.returncode, (lines[-1] if lines else ""), failed
 
 
 class BusyLoops:
@@ -86,13 +92,13 @@ def run_condition(numbers: list[int], repeats: int, condition: str, results: dic
         for _ in range(repeats):
             for target, expected in EXPECTED.items():
                 load = os.getloadavg()[0]
-                wall, code, last = check(number, target)
+                wall, code, last, failed = check(number, target)
                 runs = results.setdefault((number, target, condition), Runs())
                 runs.walls.append(wall)
                 runs.loads.append(load)
                 flipped = code != expected
                 if flipped:
-                    runs.flips.append(f"exit {code}: {last}")
+                    runs.flips.append(f"exit {code}: {'; '.join(failed) if expected == 0 and failed else last}")
                 print(f"  lab {number} {target:<9} {condition:<6} {wall:5.1f} s  exit {code}"
                       f"{'  FLIP (want ' + str(expected) + ')' if flipped else ''}  load {load:.1f}  {last}",
                       flush=True)
