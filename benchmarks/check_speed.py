@@ -1,8 +1,11 @@
 """Benchmark: wall time of `budgetlab check N` per lab (median of 5) and of `budgetlab list`.
 
-Targets: check 20 s or less per lab on this 2-core machine; list under 1 s.
-The floor of a check is its graders' scenario time on the lab clock plus
-worker start; the ratio shows how much the harness adds on top.
+Targets: check 10 s or less per lab on a quiet 2-core machine (15 s with
+two busy loops: benchmarks/grader_stability.py measures both, and flips);
+list under 1 s. The floor of a check is the time inside its checks and
+their fixtures (worker starts and stops, scenarios on the lab clock,
+database copies); the rest, wall minus floor, is the harness: the CLI,
+pytest's start and collection.
 """
 
 from __future__ import annotations
@@ -44,9 +47,11 @@ def main() -> int:
         walls = [wall for wall, _floor, _code in runs]
         floor = statistics.median(floor for _wall, floor, _code in runs)
         codes = sorted({code for _wall, _floor, code in runs})
-        print(f"budgetlab check {lab.number} --target solutions: median {statistics.median(walls):5.1f} s "
-              f"(min {min(walls):.1f}, max {max(walls):.1f}; target <= 20 s); floor {floor:.1f} s, "
-              f"ratio {statistics.median(walls) / floor if floor else float('nan'):.2f}; exit codes {codes}")
+        median = statistics.median(walls)
+        print(f"budgetlab check {lab.number} --target solutions: median {median:5.1f} s "
+              f"(min {min(walls):.1f}, max {max(walls):.1f}; target <= 10 s); floor {floor:.1f} s, "
+              f"harness {median - floor:.1f} s, ratio {median / floor if floor else float('nan'):.2f}; "
+              f"exit codes {codes}")
     return 0
 
 

@@ -4,7 +4,8 @@ A worker here is a real `celery worker` master with prefork children on
 the lab-clock pool, against the stack's PostgreSQL and Redis. Readiness is
 the worker's own "<hostname> ready." log line, never a sleep or a ping.
 Stopping sends SIGTERM to every process of the tree by PID, then SIGKILL
-to whatever is left, and confirms that nothing remains.
+to whatever is left, and confirms that nothing remains; a check that has
+its verdict kills the tree at once instead of waiting for a warm shutdown.
 """
 
 from __future__ import annotations
@@ -103,13 +104,10 @@ class WorkerTree:
             raise
 
     def wait_ready(self, timeout: float) -> None:
+        # Only the log is polled: a /proc scan costs ~10 ms of CPU on a busy machine, and
+        # the tree's processes are found by their session when it is stopped (see _remember_tree).
         deadline = time.monotonic() + timeout
-        polls = 0
         while time.monotonic() < deadline:
-            # A /proc scan costs milliseconds of CPU; the log is cheap to read, so scan less often.
-            if polls % 10 == 0:
-                self._remember_tree()
-            polls += 1
             if len(self.ready_hostnames()) >= self.expect_ready:
                 self._remember_tree()
                 return
@@ -148,29 +146,74 @@ class WorkerTree:
     def _remember_tree(self) -> None:
         if self.proc is None:
             return
-        self._seen |= process.descendants(self.proc.pid) | {self.proc.pid}
+        self._seen |= _tree_of(self.proc.pid)
 
     def stop(self, grace: float = 10.0) -> None:
-        """Stop every process of the tree by PID and make sure none is left."""
+        """Stop every process of the tree by PID and make sure none is left.
+
+        Every process first gets SIGTERM (Celery's warm shutdown) and up to
+        `grace` seconds to let running tasks end; whatever is left then is
+        killed. Even an idle worker takes a second or more to shut down warm.
+        """
         if self.proc is None:
             return
-        self._remember_tree()
-        masters = [pid for pid in self._seen if process.pid_alive(pid)]
-        for pid in masters:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self.pids():
-            self.proc.poll()
-            time.sleep(0.02)
-        for pid in self.pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if grace > 0:
+            self._remember_tree()
+            for pid in [pid for pid in self._seen if process.pid_alive(pid)]:
+                _signal(pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and self.pids():
+                self.proc.poll()
+                time.sleep(0.02)
+        self._kill_all()
+
+    def kill(self) -> None:
+        """Stop the tree at once, for when nothing it still runs matters (a check that has its verdict).
+
+        Milliseconds instead of a warm shutdown's seconds: every process
+        is frozen and killed by PID, and nothing is left behind.
+        """
+        self.stop(grace=0)
+
+    def _kill_all(self) -> None:
+        # Freeze first, until a look at the tree finds no process that is not frozen yet:
+        # a frozen master cannot fork a new child between the last look and the kill.
+        frozen: set[int] = set()
+        while True:
+            self._remember_tree()
+            fresh = {pid for pid in self._seen if pid not in frozen and process.pid_alive(pid)}
+            if not fresh:
+                break
+            for pid in fresh:
+                _signal(pid, signal.SIGSTOP)
+            frozen |= fresh
+        for pid in frozen:
+            _signal(pid, signal.SIGKILL)
         self.proc.wait()
         while self.pids():
             time.sleep(0.02)
 
+
+def _tree_of(root: int) -> set[int]:
+    """Return root, the processes below it, and those still in its session.
+
+    The tree is started in a session of its own. A process whose parent
+    exited (a master when its launch script ends) leaves the tree of
+    parents but keeps the session, so it is found all the same.
+    """
+    found = {root} | process.descendants(root)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == root:
+                    found.add(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
+
+
+def _signal(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except ProcessLookupError:
+        pass

@@ -76,7 +76,7 @@ def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
     finally:
         if tree is not None:
             # Every task has ended or been given up on: no need for Celery's slow warm shutdown.
-            tree.stop(grace=0.5)
+            tree.kill()
         if app is not None:
             app.close()
         if lease is not None:

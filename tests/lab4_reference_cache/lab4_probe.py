@@ -2,8 +2,9 @@
 
 test_reference_cache.py runs it as `python lab4_probe.py DOCUMENTS TRANSACTIONS` with PYTHONPATH
 naming the target tree and KONTOR_DATABASE_URL a database no other process uses. It prints one
-JSON object: what the import, the batch, the comparison with the uncached lookups, a caller that
-mutates what it got, and saves and deletes through the ORM each showed.
+JSON object: what the import, the batch (the lab's workload: documents categorised, their
+transactions written, transactions prompted), the comparison with the uncached lookups, a caller
+that mutates what it got, and saves and deletes through the ORM each showed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import psycopg  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from kontor.books.models import Category, Document, Transaction  # noqa: E402
+from kontor.books.models import Category, Currency, Document, Transaction  # noqa: E402
+from lab4_workload import TABLE_READS, record  # noqa: E402
 
 TABLE = '"books_category"'
 FIELDS = ("code", "name", "group", "vat_rate", "keywords")
@@ -36,10 +38,8 @@ def category_queries(capture: CaptureQueriesContext) -> int:
 
 
 def table_scans(sampler: psycopg.Connection) -> int:
-    """Sequential plus index scans of the category table, read in autocommit on the sampler's own connection."""
-    row = sampler.execute("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables "
-                          "WHERE relname = 'books_category'").fetchone()
-    return int(row[0])
+    """Reads of the category table as PostgreSQL counts them, read in autocommit on the sampler's own connection."""
+    return int(sampler.execute(TABLE_READS).fetchone()[0])
 
 
 def flush_statistics() -> None:
@@ -59,12 +59,18 @@ def failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def run_batch(extractor, prompts, documents, transactions) -> list[tuple[str, object]]:
-    """Every item through the extractor and its prompt builder, as the worker's tasks do."""
+def run_batch(extractor, prompts, documents, transactions, writes=None) -> list[tuple[str, object]]:
+    """Every item through the extractor and its prompt builder, as the worker's tasks do.
+
+    With writes (category ids, currency id), each document's category is saved and its
+    transaction written between the lookups, as lab4_workload does on a worker.
+    """
     outputs = []
     for document in documents:
         extraction = extractor.extract(document)
         outputs.append((f"document {document.filename}", (extraction, prompts.document_prompt(extraction))))
+        if writes:
+            record(document, extraction, *writes)
     for transaction in transactions:
         outputs.append((f"transaction {transaction.pk}", prompts.transaction_prompt(transaction)))
     return outputs
@@ -191,6 +197,9 @@ def invalidate(categories) -> dict:
 
 def main(document_count: int, transaction_count: int) -> dict:
     report: dict = {}
+    # Read before the counters are: the writes name categories by id, as a producer would send them.
+    writes = ({c.code: c.pk for c in Category.objects.all()}, Currency.objects.get(code="EUR").pk)
+    flush_statistics()  # that read's scan is published now, not counted with the batch's
     with psycopg.connect(os.environ["KONTOR_DATABASE_URL"], autocommit=True) as sampler:
         before = table_scans(sampler)
         with CaptureQueriesContext(connection) as imported:
@@ -205,7 +214,7 @@ def main(document_count: int, transaction_count: int) -> dict:
         transactions = list(Transaction.objects.select_related("currency").order_by("pk")[:transaction_count])
         with CaptureQueriesContext(connection) as batch:
             try:
-                outputs = run_batch(extractor, prompts, documents, transactions)
+                outputs = run_batch(extractor, prompts, documents, transactions, writes)
             except Exception as exc:
                 return {**report, "batch_error": failure(exc)}
         report["batch_queries"] = category_queries(batch)

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from lab4_workload import TABLE_READS
 
 from budgetlab import database, stack
 from budgetlab.grading import CouldNotGrade
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
 DOCUMENTS, TRANSACTIONS = 60, 120
-BATCH = f"a batch of {DOCUMENTS} documents and {TRANSACTIONS} transactions"
-CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4\.\w+\[[^\]]+\] succeeded")
+BATCH = (f"a batch of {DOCUMENTS} documents (categorised, their transactions written) "
+         f"and {TRANSACTIONS} transactions")
+CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4(?:check)?\.\w+\[[^\]]+\] succeeded")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -65,9 +67,7 @@ def phase(report: dict, name: str) -> dict:
 
 
 def _scans(sampler: psycopg.Connection) -> int:
-    row = sampler.execute("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables "
-                          "WHERE relname = 'books_category'").fetchone()
-    return int(row[0])
+    return int(sampler.execute(TABLE_READS).fetchone()[0])
 
 
 def _backends(sampler: psycopg.Connection) -> set[int]:
@@ -90,27 +90,45 @@ def _wait_until_gone(sampler: psycopg.Connection, keep: set[int], seconds: float
         time.sleep(0.02)
 
 
-def test_worker_processes_read_category_table_once_each(start_worker, celery_client, queue_name, kontor_db):
-    """On a worker with two processes, a batch of tasks reads the category table at most once per process."""
-    from kontor.books.models import Document, Transaction
+def test_worker_processes_read_category_table_once_each(start_worker, celery_client, queue_name, kontor_db,
+                                                       target_dir):
+    """On a two-process worker, categorising documents and writing their transactions reads the categories once per process."""
+    from kontor.books.models import Category, Currency, Document, Transaction
 
-    worker = start_worker([queue_name], ["lab4_reference_cache.tasks"], concurrency=2)
+    path = os.pathsep.join(filter(None, [str(target_dir), str(PROBE.parent), os.environ.get("PYTHONPATH")]))
+    worker = start_worker([queue_name], ["lab4_reference_cache.tasks", "lab4_workload"], concurrency=2,
+                          extra_env={"PYTHONPATH": path})
     documents = list(Document.objects.order_by("pk").values_list("pk", flat=True)[:DOCUMENTS])
     transactions = list(Transaction.objects.order_by("pk").values_list("pk", flat=True)[:TRANSACTIONS])
+    # Read before the counters are: the producer names categories by id, as Kontor's web process would.
+    category_ids = {code: pk for code, pk in Category.objects.values_list("code", "pk")}
+    euro = Currency.objects.get(code="EUR").pk
     with psycopg.connect(kontor_db, autocommit=True) as sampler:
         present, before = _backends(sampler), _scans(sampler)
-        results = [celery_client.send_task("lab4.prepare_documents", args=[documents[i:i + 6]], queue=queue_name)
-                   for i in range(0, DOCUMENTS, 6)]
-        results += [celery_client.send_task("lab4.prepare_transactions", args=[transactions[i:i + 12]],
-                                            queue=queue_name) for i in range(0, TRANSACTIONS, 12)]
+        # Writes and lookups take turns in every process: categorise six documents, prompt twelve transactions.
+        results = []
+        for start in range(10):
+            results.append(celery_client.send_task(
+                "lab4check.categorise_documents", args=[documents[start * 6:start * 6 + 6], category_ids, euro],
+                queue=queue_name))
+            results.append(celery_client.send_task(
+                "lab4.prepare_transactions", args=[transactions[start * 12:start * 12 + 12]], queue=queue_name))
         values = [result.get(timeout=60, propagate=False) for result in results]
-        failed = [value for value in values if not isinstance(value, int)]
+        failed = [value for value in values if not isinstance(value, (int, dict))]
         assert not failed, f"{len(failed)} of {len(results)} tasks failed on the worker: {failed[0]!r}"
         _wait_until_gone(sampler, present)
         scans = _scans(sampler) - before
+    per_process: dict[int, int] = {}
+    for value in values:
+        if isinstance(value, dict):
+            per_process[value["pid"]] = per_process.get(value["pid"], 0) + value["category_queries"]
     children = len(set(CHILD.findall(worker.text()))) or 2
+    assert max(per_process.values(), default=0) <= 1, (
+        f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, queried the category "
+        f"table {sum(per_process.values())} times while categorising documents, more than once in one process "
+        "(Django's query log in each process)")
     assert scans <= children, (
-        f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, scanned the "
+        f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, read the "
         f"category table {scans} times (PostgreSQL's counters)")
 
 

@@ -1,0 +1,154 @@
+"""Benchmark: do `budgetlab check N` verdicts hold under CPU load, and how long do they take, quiet and loaded?
+
+For each lab and both targets (the starter in labs/ must fail with exit 1,
+solutions/ must pass with exit 0) it runs `budgetlab check N` K times as
+the machine is, then L times while two CPU-bound busy loops that it
+starts (and stops, by PID) compete for the cores. A flip is a run whose
+exit code is not the expected one. It prints every run as it ends, then
+one table: flips and median/max wall per lab and target, quiet and
+loaded side by side, with the load average seen during each half.
+
+    python benchmarks/grader_stability.py                  # every lab, 5 quiet and 3 loaded runs each
+    python benchmarks/grader_stability.py --quiet 1 --loaded 1 --labs 4,5
+
+Targets: no flips; median wall of every check at most 10 s quiet and
+15 s loaded on a 2-core machine. "Quiet" means whatever else runs on the
+machine; the load averages printed say how quiet it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from budgetlab import labs
+
+EXPECTED = {"labs": 1, "solutions": 0}
+BUSY_LOOPS = 2
+QUIET_TARGET, LOADED_TARGET = 10.0, 15.0
+
+
+@dataclass
+class Runs:
+    """The runs of one lab, target and condition."""
+
+    walls: list[float] = field(default_factory=list)
+    flips: list[str] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)
+
+    def summary(self, target_seconds: float) -> str:
+        """flips/runs, median wall (marked '!' when over the target), max wall, mean load average."""
+        if not self.walls:
+            return f"{'-':<7}{'-':>7} {'-':>6} {'-':>6}"
+        median = statistics.median(self.walls)
+        mark = " " if median <= target_seconds else "!"
+        flips = f"{len(self.flips)}/{len(self.walls)}"
+        return (f"{flips:<7}{median:6.1f}{mark}{max(self.walls):6.1f} {statistics.mean(self.loads):6.1f}")
+
+
+def check(number: int, target: str) -> tuple[float, int, str, list[str]]:
+    """Run `budgetlab check N --target T` as a learner would.
+
+    Returns wall seconds, the exit code, the last line, and each failed
+    check's title with its symptom (the line below it), to say what flipped.
+    """
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    failed = [f"{line} {lines[i + 1] if i + 1 < len(lines) else ''}".strip()
+              for i, line in enumerate(lines) if line.startswith("✗")]
+    return wall, result.returncode, (lines[-1] if lines else ""), failed
+
+
+class BusyLoops:
+    """Two CPU-bound processes, started and stopped by PID: the 'loaded' condition."""
+
+    def __init__(self, count: int = BUSY_LOOPS):
+        self.count = count
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "BusyLoops":
+        for _ in range(self.count):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                               stdin=subprocess.DEVNULL))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+
+
+def run_condition(numbers: list[int], repeats: int, condition: str, results: dict) -> None:
+    for number in numbers:
+        for _ in range(repeats):
+            for target, expected in EXPECTED.items():
+                load = os.getloadavg()[0]
+                wall, code, last, failed = check(number, target)
+                runs = results.setdefault((number, target, condition), Runs())
+                runs.walls.append(wall)
+                runs.loads.append(load)
+                flipped = code != expected
+                if flipped:
+                    runs.flips.append(f"exit {code}: {'; '.join(failed) if expected == 0 and failed else last}")
+                print(f"  lab {number} {target:<9} {condition:<6} {wall:5.1f} s  exit {code}"
+                      f"{'  FLIP (want ' + str(expected) + ')' if flipped else ''}  load {load:.1f}  {last}",
+                      flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quiet", type=int, default=5, metavar="K", help="runs per lab and target as the machine is")
+    parser.add_argument("--loaded", type=int, default=3, metavar="L",
+                        help=f"runs per lab and target with {BUSY_LOOPS} busy loops")
+    parser.add_argument("--labs", default="", help="comma-separated lab numbers (default: every lab)")
+    args = parser.parse_args(argv)
+    known = [lab.number for lab in labs.load()]
+    try:
+        numbers = [int(n) for n in args.labs.split(",") if n.strip()] or known
+    except ValueError:
+        print(f"error: --labs takes lab numbers such as 1,4 (the labs are {', '.join(map(str, known))})",
+              file=sys.stderr)
+        return 2
+    unknown = [n for n in numbers if n not in known]
+    if unknown or args.quiet < 0 or args.loaded < 0:
+        print(f"error: no lab {', '.join(map(str, unknown))} (the labs are {', '.join(map(str, known))})"
+              if unknown else "error: --quiet and --loaded take 0 or more runs", file=sys.stderr)
+        return 2
+
+    results: dict[tuple[int, str, str], Runs] = {}
+    print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    run_condition(numbers, args.quiet, "quiet", results)
+    if args.loaded:
+        with BusyLoops():
+            run_condition(numbers, args.loaded, "loaded", results)
+
+    print(f"\n{'':16} {'quiet (median <= %g s)' % QUIET_TARGET:<32}"
+          f"{'loaded, %d busy loops (median <= %g s)' % (BUSY_LOOPS, LOADED_TARGET)}")
+    print(f"{'':16} {'flips  median    max   load':<32}{'flips  median    max   load'}")
+    flips = 0
+    for number in numbers:
+        for target in EXPECTED:
+            cells = []
+            for condition, goal in (("quiet", QUIET_TARGET), ("loaded", LOADED_TARGET)):
+                runs = results.get((number, target, condition), Runs())
+                flips += len(runs.flips)
+                cells.append(runs.summary(goal).ljust(32))
+            print(f"lab {number} {target:<10} {''.join(cells)}")
+    for (number, target, condition), runs in sorted(results.items()):
+        for flip in runs.flips:
+            print(f"flip: lab {number} {target} {condition}: {flip}")
+    print(f"{flips} flips in {sum(len(r.walls) for r in results.values())} runs; '!' marks a median over its target")
+    return 1 if flips else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
