@@ -18,13 +18,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import database, integrity, logcap, stack
+from budgetlab import checkreport, database, integrity, logcap, stack
 from budgetlab.errors import BudgetlabError
 from budgetlab.importprobe import HANG_SECONDS, ImportProbe
 from budgetlab.labs import Lab
 from budgetlab.logcap import CappedLog
 from budgetlab.paths import display_path, labs_root, state_dir
 from budgetlab.stack.process import descendants, pid_alive, start_ticks
+from budgetlab.workers import tree_of
 
 
 @dataclass
@@ -103,7 +104,7 @@ class _Watch:
         for worker in self.workers:
             pid = worker.get("pid")
             if pid and pid_alive(pid) and start_ticks(pid) == worker.get("started"):
-                for member in descendants(pid) | {pid}:
+                for member in tree_of(pid):
                     try:
                         os.kill(member, signal.SIGKILL)
                     except ProcessLookupError:
@@ -130,7 +131,7 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
         argv.append(f"--config-file={config}")
     if fail_fast:
         argv.append("-x")
-    env = dict(os.environ, BUDGETLAB_REPORT_FILE=str(report), BUDGETLAB_GRADING="1")
+    env = dict(os.environ, BUDGETLAB_GRADING="1", **{checkreport.VARIABLE: str(report)})
     outcome, watch = Outcome(), _Watch()
     probe = ImportProbe(lab, target_dir(target))
     log = CappedLog(logs / f"check-{lab.number}.log")

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab import clock, database, labs, stack
+from budgetlab import checkreport, clock, database, labs, stack
 from budgetlab.paths import display_path, labs_root
 from budgetlab.stack.leases import RedisLease
-from budgetlab.stack.process import start_ticks
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 
@@ -177,10 +176,6 @@ def start_worker(target_dir, kontor_db, broker_url, tmp_path):
             tree.start()
         except Exception as exc:
             raise CouldNotGrade(f"the worker did not start with the {target_dir.name} code: {exc}") from None
-        finally:
-            # `budgetlab check` keeps the log's tail when grading breaks, and stops a tree pytest left behind.
-            pid = tree.proc.pid if tree.proc else None
-            _report({"kind": "worker", "log": str(tree.log), "pid": pid, "started": start_ticks(pid) if pid else None})
         return tree
 
     yield start
@@ -203,24 +198,16 @@ def _symptom(report: pytest.TestReport) -> str:
     return text.splitlines()[0] if text else "failed"
 
 
-def _report(entry: dict) -> None:
-    """Append one JSON line to the file `budgetlab check` reads (only when it runs the graders)."""
-    path = os.environ.get("BUDGETLAB_REPORT_FILE")
-    if path:
-        with open(path, "a") as out:
-            out.write(json.dumps(entry) + "\n")
-
-
 def pytest_runtest_logstart(nodeid: str, location) -> None:
-    _report({"kind": "start", "nodeid": nodeid, "title": _title(nodeid)})
+    checkreport.write({"kind": "start", "nodeid": nodeid, "title": _title(nodeid)})
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
-    _report({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
+    checkreport.write({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         symptom = "" if report.passed else _symptom(report)
-        _report({"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
+        checkreport.write({"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
                  "symptom": symptom, "could_not_grade": symptom.startswith("could not grade"),
                  "seconds": round(report.duration, 2)})
 
@@ -238,7 +225,7 @@ def _lab_of(item: pytest.Item):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
     """Stop a check that runs far past its lab's limits, so a hang is reported in seconds, not minutes."""
-    lab = _lab_of(item) if os.environ.get("BUDGETLAB_REPORT_FILE") else None
+    lab = _lab_of(item) if checkreport.active() else None
     if lab is None:
         yield
         return

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from budgetlab import stack
+from budgetlab import checkreport, stack
 from budgetlab.labs import Lab
 from budgetlab.paths import display_path
 from budgetlab.stack.process import stop_pid
@@ -47,7 +47,7 @@ class ImportProbe:
         self.proc = None
         if not self._files:
             return
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "BUDGETLAB_REPORT_FILE")}
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", checkreport.VARIABLE)}
         env.update(PYTHONPATH=os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])]),
                    DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_DATABASE_URL=stack.database_url(),
                    KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")

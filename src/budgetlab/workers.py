@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import clock
+from budgetlab import checkreport, clock
 from budgetlab.errors import BudgetlabError
 from budgetlab.stack import process
 
@@ -97,6 +97,10 @@ class WorkerTree:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(self.argv, env=self.env.variables(), stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd)
+        # Under `budgetlab check`: it keeps this log's tail when grading breaks, and stops
+        # the tree itself if the grading process dies before it could.
+        checkreport.write({"kind": "worker", "log": str(self.log), "pid": self.proc.pid,
+                           "started": process.start_ticks(self.proc.pid)})
         try:
             self.wait_ready(timeout)
         except BaseException:
@@ -146,7 +150,7 @@ class WorkerTree:
     def _remember_tree(self) -> None:
         if self.proc is None:
             return
-        self._seen |= _tree_of(self.proc.pid)
+        self._seen |= tree_of(self.proc.pid)
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop every process of the tree by PID and make sure none is left.
@@ -194,7 +198,7 @@ class WorkerTree:
             time.sleep(0.02)
 
 
-def _tree_of(root: int) -> set[int]:
+def tree_of(root: int) -> set[int]:
     """Return root, the processes below it, and those still in its session.
 
     The tree is started in a session of its own. A process whose parent
