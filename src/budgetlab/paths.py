@@ -38,3 +38,10 @@ def labs_root() -> Path:
     """Return the tree that holds labs/, solutions/ and tests/ (BUDGETLAB_LABS_ROOT overrides)."""
     override = os.environ.get("BUDGETLAB_LABS_ROOT")
     return Path(override).resolve() if override else repo_root()
+
+
+def board_dir() -> Path:
+    """Return the folder of the facilitator's room board database, beside the progress (same override)."""
+    path = progress_dir() / "board"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
