@@ -26,7 +26,8 @@
       const card = element("article", null, "lab");
       card.dataset.lab = lab.number;
       card.append(element("h3", `Lab ${lab.number} · ${lab.title}`));
-      card.append(element("p", `${lab.passed} of ${lab.checked} passed`, "muted"));
+      card.append(element("p", lab.checked ? `${lab.passed} of ${lab.checked} passed` : "nobody has checked it yet",
+        "muted"));
       if (lab.blockers.length) {
         const list = element("ol");
         for (const blocker of lab.blockers) {
@@ -69,7 +70,9 @@
         td.dataset.attempts = cell.attempts;
         if (cell.attempts || cell.minutes !== null) {
           const minutes = cell.minutes === null ? "" : ` · ${Math.round(cell.minutes)} min`;
-          td.append(element("span", `${cell.attempts} checks · ${cell.hints_used} hints${minutes}`, "figures"));
+          const plural = (count, word) => `${count} ${word}${count === 1 ? "" : "s"}`;
+          td.append(element("span", `${plural(cell.attempts, "attempt")} · ${plural(cell.hints_used, "hint")}${minutes}`,
+            "figures"));
         }
         row.append(td);
       }
