@@ -152,7 +152,7 @@ def report(fmt: ReportFormat = typer.Option(ReportFormat.md, "--format", help="O
 @app.command("facilitate")
 def facilitate(host: str = typer.Option("127.0.0.1", help="Address to listen on; 0.0.0.0 serves the room on the LAN."),
                port: int = typer.Option(8765, help="Port to listen on; 0 picks a free one."),
-               stuck_after: float = typer.Option(10.0, "--stuck-after", min=0,
+               stuck_after: float = typer.Option(15.0, "--stuck-after", min=0,
                                                  help="Minutes failing the same check before a learner is flagged stuck."),
                new: bool = typer.Option(False, "--new", help="Close the previous room and open a fresh one with a new token.")) -> None:
     """Serve a live room board of everyone's checks, for a facilitator (Ctrl-C stops it)."""

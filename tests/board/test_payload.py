@@ -62,6 +62,12 @@ def test_validate_refuses_malformed_results_with_one_reason(change, reason):
         payload.validate({**built(), **change})
 
 
+def test_bare_file_names_stay_and_relative_paths_go():
+    """A lab's own file name is the same for everyone and stays; a path with folders is blanked."""
+    assert payload.one_line("entrypoint.sh line 31: no comment") == "entrypoint.sh line 31: no comment"
+    assert payload.one_line("see labs/lab1/entrypoint.sh and C:\\Users\\ada\\x.py") == "see <path> and <path>"
+
+
 def test_names_with_markup_are_allowed_and_kept_as_text():
     """A name like <script> is a legal name; the board shows it as text, so it is not rewritten here."""
     assert payload.name_problem("<script>alert(1)</script>") is None

@@ -115,3 +115,19 @@ def test_exports_download_and_closing_the_room_refuses_results(board_page):
     page.wait_for_selector("#room-status.closed")
     status, _ = post(page.board.base, page.board.token, check_result(BO, "Bo", 1, 1, 3))
     assert status == 410
+
+
+def test_the_guides_screenshot_is_made_by_its_script(tmp_path):
+    """scripts/board_screenshot.py replays a room into a real board and writes the PNG the facilitator guide shows."""
+    import subprocess
+    import sys
+
+    from docs_support import DOCS, ROOT
+
+    output = tmp_path / "board.png"
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "board_screenshot.py"), "--output", str(output)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the script wrote no PNG"
+    assert "assets/board.png" in (DOCS / "facilitator.md").read_text(), "the guide no longer shows the board"
+    assert (DOCS / "assets" / "board.png").exists(), "run python scripts/board_screenshot.py"

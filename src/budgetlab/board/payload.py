@@ -22,8 +22,9 @@ MAX_CHECKS = 40
 # A leading =, +, - or @ makes a spreadsheet run the cell as a formula when
 # the facilitator opens the CSV export; a name never needs one.
 _FORMULA_START = ("=", "+", "-", "@")
-# Absolute or home-relative paths, and Windows drive paths, as they appear in error messages.
-_PATH = re.compile(r"(?:~|[A-Za-z]:)?(?:[\\/][\w.@+-]+){2,}[\\/]?|\S+\.(?:py|sh|log|json|toml)\b")
+# Paths with at least two folders, absolute, home-relative or on a Windows drive, as error messages
+# print them; a bare file name (entrypoint.sh) is the same for every learner and stays.
+_PATH = re.compile(r"(?:~|[A-Za-z]:)?[\w.@+-]*(?:[\\/][\w.@+-]+){2,}[\\/]?")
 
 
 class Invalid(ValueError):

@@ -43,6 +43,19 @@ def bind(host: str, port: int) -> RoomServer:
                              "choose another with --port") from None
 
 
+def configure(stuck_minutes: float = 15.0, on_lan: bool = False) -> None:
+    """Set this process's Django up with the board's own settings and bring its SQLite file up to date."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "budgetlab.board.settings"
+    os.environ["BUDGETLAB_BOARD_DB"] = str(board_dir() / "board.sqlite3")
+    os.environ["BUDGETLAB_BOARD_HOSTS"] = "*" if on_lan else "127.0.0.1,localhost,[::1]"
+    os.environ["BUDGETLAB_BOARD_STUCK_MINUTES"] = f"{stuck_minutes:g}"
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
 def serve(host: str, port: int, stuck_minutes: float, fresh: bool, say) -> int:
     """Open (or resume) the room, print how to reach it, and serve until Ctrl-C; return the exit code."""
     server = bind(host, port)
@@ -50,16 +63,8 @@ def serve(host: str, port: int, stuck_minutes: float, fresh: bool, say) -> int:
     on_lan = host not in LOOPBACK
     reach = lan_address() if host in ("0.0.0.0", "::") else host
     join_url_base = f"http://{'[' + reach + ']' if ':' in reach else reach}:{port}"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "budgetlab.board.settings"
-    os.environ["BUDGETLAB_BOARD_DB"] = str(board_dir() / "board.sqlite3")
-    os.environ["BUDGETLAB_BOARD_HOSTS"] = "*" if on_lan else "127.0.0.1,localhost,[::1]"
-    os.environ["BUDGETLAB_BOARD_STUCK_MINUTES"] = f"{stuck_minutes:g}"
     try:
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0, interactive=False)
+        configure(stuck_minutes, on_lan)
         from django.core.wsgi import get_wsgi_application
 
         from budgetlab.board import selectors, services

@@ -52,4 +52,5 @@ LOGGING = {
 #: The join URL the page shows; server.py sets it once the room is open, with the address the room can reach.
 BOARD_JOIN_URL = ""
 #: Minutes a learner may fail the same check before the board flags them; the page can change it.
-BOARD_STUCK_MINUTES = float(os.environ.get("BUDGETLAB_BOARD_STUCK_MINUTES", "10"))
+#: 15: about half of a lab's timebox (25 to 40 min), late enough that a first failing check is no alarm.
+BOARD_STUCK_MINUTES = float(os.environ.get("BUDGETLAB_BOARD_STUCK_MINUTES", "15"))

@@ -22,23 +22,33 @@
   function drawLabs(labs) {
     const holder = $("labs");
     holder.replaceChildren();
+    const unchecked = [];
     for (const lab of labs) {
+      if (!lab.checked) {
+        unchecked.push(lab.number);
+        continue;
+      }
       const card = element("article", null, "lab");
       card.dataset.lab = lab.number;
       card.append(element("h3", `Lab ${lab.number} · ${lab.title}`));
-      card.append(element("p", lab.checked ? `${lab.passed} of ${lab.checked} passed` : "nobody has checked it yet",
-        "muted"));
+      card.append(element("p", `${lab.passed} of ${lab.checked} passed`, "muted"));
       if (lab.blockers.length) {
         const list = element("ol");
         for (const blocker of lab.blockers) {
           const item = element("li", blocker.text, "blocker");
-          if (blocker.symptom) item.append(element("span", blocker.symptom, "symptom"));
+          if (blocker.symptom) {
+            const symptom = element("span", blocker.symptom, "symptom");
+            symptom.title = blocker.symptom;
+            item.append(symptom);
+          }
           list.append(item);
         }
         card.append(list);
       }
       holder.append(card);
     }
+    $("unchecked").textContent = unchecked.length
+      ? `Nobody has checked lab ${unchecked.join(", ")} yet.` : "";
   }
 
   function drawTable(state) {
