@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import subprocess
@@ -92,16 +93,17 @@ class PageProbe:
     external_requests: list
 
 
-@pytest.fixture
-def probe(chromium_browser, site_url):
-    """A fresh light-mode page that blocks and records every request leaving localhost."""
-    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-    context.add_init_script(OPEN_SHADOW_ROOTS)
+@contextlib.contextmanager
+def probed_page(browser, local: tuple[str, ...], init_script: str | None = None, **options):
+    """Yield a fresh light-mode PageProbe whose requests outside the `local` URL prefixes are blocked and recorded."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, "color_scheme": "light", **options})
+    if init_script:
+        context.add_init_script(init_script)
     external: list[str] = []
 
     def route(route):
         url = route.request.url
-        if url.startswith((site_url, "data:", "blob:")):
+        if url.startswith((*local, "data:", "blob:")):
             route.continue_()
         else:
             external.append(url)
@@ -116,3 +118,16 @@ def probe(chromium_browser, site_url):
         yield PageProbe(page, errors, external)
     finally:
         context.close()
+
+
+@pytest.fixture
+def probe(chromium_browser, site_url):
+    """A fresh light-mode page on the built site that blocks and records every request leaving localhost."""
+    with probed_page(chromium_browser, (site_url,), OPEN_SHADOW_ROOTS) as page_probe:
+        yield page_probe
+
+
+@pytest.fixture
+def open_probe(chromium_browser):
+    """Open a PageProbe on another local server (the room board): open_probe(("http://127.0.0.1:PORT/",))."""
+    return functools.partial(probed_page, chromium_browser)

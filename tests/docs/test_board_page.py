@@ -15,32 +15,15 @@ SENTENCES = ["Every job ends in a final state.", "The ending says how far it got
 
 
 @pytest.fixture
-def board_page(chromium_browser, tmp_path):
+def board_page(open_probe, tmp_path):
     """The facilitator's page of a fresh board flagging anyone failing (stuck after 0 min), blocking anything not local."""
-    with RoomBoard(tmp_path / "facilitator", "--stuck-after", "0") as board:
-        context = chromium_browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light",
-                                               accept_downloads=True)
-        external: list[str] = []
-
-        def route(route):
-            if route.request.url.startswith(board.base + "/"):
-                route.continue_()
-            else:
-                external.append(route.request.url)
-                route.abort()
-
-        context.route("**/*", route)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    with RoomBoard(tmp_path / "facilitator", "--stuck-after", "0") as board, \
+            open_probe((board.base + "/",), accept_downloads=True, viewport={"width": 1280, "height": 800}) as probe:
+        page = probe.page
         page.goto(board.page_url)
         page.wait_for_selector("body[data-drawn]")
-        page.board, page.errors, page.external = board, errors, external
-        try:
-            yield page
-        finally:
-            context.close()
+        page.board, page.errors, page.external = board, probe.console_errors, probe.external_requests
+        yield page
 
 
 def send(page, learner, name, lab, passed, total=3, **kwargs):

@@ -18,6 +18,11 @@ from budgetlab.paths import board_dir
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+class RoomRequestHandler(WSGIRequestHandler):
+    # A connection that sends nothing for this long is dropped, so idle sockets cannot pile up threads.
+    timeout = 30
+
+
 class RoomServer(ThreadedWSGIServer):
     # A room's machines connect at once after a shared `check`; the default backlog of 10 would drop some.
     request_queue_size = 256
@@ -37,7 +42,7 @@ def lan_address() -> str:
 
 def bind(host: str, port: int) -> RoomServer:
     try:
-        return RoomServer((host, port), WSGIRequestHandler, ipv6=":" in host)
+        return RoomServer((host, port), RoomRequestHandler, ipv6=":" in host)
     except OSError as exc:
         raise BudgetlabError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
                              "choose another with --port") from None
