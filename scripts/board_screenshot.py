@@ -58,7 +58,7 @@ def replay(session_start: float) -> None:
         passed = all(r["outcome"] == "passed" for r in results)
         body = payload.build(lab, results, None, 0 if passed else 1, hints, minute - lab_started,
                              f"{index + 1:032x}", NAMES[index])
-        services.post_record(room.pk, payload.validate(body), received_at=session_start + minute * 60)
+        services.post_record(room, payload.validate(body), received_at=session_start + minute * 60)
 
     for index in range(len(NAMES)):
         send(index, 1, rng.uniform(13, 18), lab1, 10, 0)

@@ -104,7 +104,7 @@ def results(request):
     if post["lab"] not in {n for n, _ in selectors.room_labs()}:
         return _error(400, f"this board has no lab {post['lab']}")
     try:
-        stored = services.post_record(found.pk, post)
+        stored = services.post_record(found, post)
     except services.Refused as exc:
         return _error(exc.status, str(exc))
     return JsonResponse({"stored": stored}, status=201 if stored else 200)
