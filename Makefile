@@ -14,7 +14,7 @@ VENV57 := .venv-celery57
 STAMP57 := $(VENV57)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help workshop test venv venv-celery57 stack-up stack-down docs docs-build bench clean clean-venv
+.PHONY: help workshop test test-external venv venv-celery57 stack-up stack-down docs docs-build bench clean clean-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ workshop: venv ## Set up everything, start the stack, and show the labs
 
 test: venv venv-celery57 ## Set up everything and run the whole suite
 	@$(BIN)/python -m budgetlab.testrun $(PYTEST_ARGS)
+
+test-external: ## make test, then the external tests again on this machine's PostgreSQL 15 and Redis 7 (what CI runs)
+	@BUDGETLAB_EXTERNAL=1 $(MAKE) --no-print-directory test
 
 stack-up: venv ## Start PostgreSQL and Redis (embedded unless DATABASE_URL/REDIS_URL are set)
 	$(BIN)/budgetlab stack up

@@ -1,9 +1,93 @@
-"""Collection rules: the hidden graders run only through `budgetlab check`, never in the plain suite."""
+"""Collection rules, and canaries that prove the whole suite leaves others' data alone.
+
+The hidden graders run only through `budgetlab check`, never in the plain
+suite. Around the suite, a database and Redis keys that a person might
+own are planted on the servers the run uses (embedded, or external in the
+second pass), and the run fails if any of them changed by its end.
+"""
 
 import os
+import uuid
+
+import pytest
 
 # The sample lab is a tree of its own, driven through the CLI by tests/harness.
 collect_ignore_glob = ["harness/sample/*"]
-if not os.environ.get("BUDGETLAB_GRADING"):
+GRADING = bool(os.environ.get("BUDGETLAB_GRADING"))
+if not GRADING:
     # Pristine labs fail their graders by design; tests/maintainers runs them through the CLI.
     collect_ignore_glob += ["lab[0-9]_*"]
+
+# Redis databases that get a key nobody but a person wrote: the control database and one in five others.
+CANARY_DATABASES = lambda count: [0, *range(3, count, 5)]  # noqa: E731
+
+
+def _plant():
+    """Plant the canaries; return what to verify, or None when the stack is not up."""
+    import psycopg
+    import redis
+    from psycopg import sql
+
+    from budgetlab import stack
+    from budgetlab.stack.leases import MARK_KEY
+
+    try:
+        stack.require()
+        with psycopg.connect(stack.database_url("postgres"), autocommit=True, connect_timeout=3) as conn:
+            name = f"canary_app_{uuid.uuid4().hex[:8]}"
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except Exception:  # no stack: the tests that need one say so themselves
+        return None
+    with psycopg.connect(stack.database_url(name), autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text)")
+        conn.execute("INSERT INTO customers VALUES (1, 'Erika Mustermann')")
+    control = redis.Redis.from_url(stack.redis_url(0))
+    count = int(control.config_get("databases")["databases"])
+    key = f"canary:{uuid.uuid4().hex[:8]}"
+    planted = []
+    for number in CANARY_DATABASES(count):
+        if number and control.exists(f"budgetlab:lease:{number}"):
+            continue  # held by a check or run outside this suite: not for the suite to touch
+        client = redis.Redis.from_url(stack.redis_url(number))
+        if number:
+            client.delete(MARK_KEY)  # budgetlab's own mark: without it the database is a person's
+        client.set(key, "a person's data")
+        planted.append(number)
+        client.close()
+    control.close()
+    return name, key, planted
+
+
+def _verify_and_remove(name: str, key: str, planted: list[int]) -> list[str]:
+    import psycopg
+    import redis
+    from psycopg import sql
+
+    from budgetlab import stack
+
+    lost = []
+    try:
+        with psycopg.connect(stack.database_url(name)) as conn:
+            if conn.execute("SELECT name FROM customers").fetchall() != [("Erika Mustermann",)]:
+                lost.append(f"the rows of database {name}")
+    except psycopg.Error as exc:
+        lost.append(f"database {name} ({str(exc).strip().splitlines()[0]})")
+    with psycopg.connect(stack.database_url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    for number in planted:
+        client = redis.Redis.from_url(stack.redis_url(number))
+        if client.get(key) != b"a person's data":
+            lost.append(f"key {key} in Redis database {number}")
+        client.delete(key)
+        client.close()
+    return lost
+
+
+@pytest.fixture(scope="session", autouse=not GRADING)
+def canaries():
+    """Data a person might keep on the same servers: still there, unchanged, when the suite ends."""
+    planted = _plant()
+    yield
+    if planted:
+        lost = _verify_and_remove(*planted)
+        assert not lost, f"the suite destroyed data budgetlab did not create: {', '.join(lost)}"

@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import integrity, stack
+from budgetlab import database, integrity, logcap, stack
 from budgetlab.errors import BudgetlabError
+from budgetlab.importprobe import HANG_SECONDS, ImportProbe
 from budgetlab.labs import Lab
-from budgetlab.paths import labs_root, state_dir
-from budgetlab.stack.process import descendants, pid_alive
+from budgetlab.logcap import CappedLog
+from budgetlab.paths import display_path, labs_root, state_dir
+from budgetlab.stack.process import descendants, pid_alive, start_ticks
 
 
 @dataclass
@@ -83,12 +85,38 @@ def check_syntax(path: Path) -> None:
             raise BudgetlabError(f"syntax error: {first}; fix it and check again")
 
 
-# A check that runs longer than this has a task that loops forever or never reports.
+# The backstop for a whole check; a single stuck check is stopped far sooner by the
+# grading plugin's stall alarm (grading.stall_seconds), which knows the lab's limits.
 DEADLINE_SECONDS = 180
 
 
+@dataclass
+class _Watch:
+    """What `run` learns from the graders' report file besides results."""
+
+    current: str = ""
+    #: The "worker" entries: each started worker tree's log, root PID and that PID's start time.
+    workers: list[dict] = field(default_factory=list)
+
+    def stop_left_workers(self) -> None:
+        """Kill worker trees that a killed grading process could not stop itself, by PID."""
+        for worker in self.workers:
+            pid = worker.get("pid")
+            if pid and pid_alive(pid) and start_ticks(pid) == worker.get("started"):
+                for member in descendants(pid) | {pid}:
+                    try:
+                        os.kill(member, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+
 def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = False) -> Outcome:
-    """Run lab N's graders against a target, calling on_result for each check as it finishes."""
+    """Run lab N's graders against a target, calling on_result for each check as it finishes.
+
+    When the stack or lab code breaks grading itself (a server stopped, code
+    that hangs, exits or kills its process), the outcome carries one sentence
+    saying so instead of failed checks, and nothing is graded.
+    """
     preflight(lab, target)
     logs = state_dir() / "logs"
     logs.mkdir(exist_ok=True)
@@ -103,46 +131,98 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
     if fail_fast:
         argv.append("-x")
     env = dict(os.environ, BUDGETLAB_REPORT_FILE=str(report), BUDGETLAB_GRADING="1")
-    outcome = Outcome()
-    with open(logs / f"check-{lab.number}.log", "wb") as log:
-        proc = subprocess.Popen(argv, cwd=labs_root(), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        started = time.monotonic()
-        try:
-            seen = 0
-            while True:
-                if time.monotonic() - started > DEADLINE_SECONDS:
-                    stop_tree(proc)
-                    outcome.could_not_grade = (f"the checks did not finish within {DEADLINE_SECONDS} s wall; "
-                                               "does a task loop forever or never return?")
-                    return outcome
-                done = proc.poll() is not None
-                lines = report.read_text().splitlines()
-                for line in lines[seen:]:
-                    entry = json.loads(line)
-                    if entry.get("kind") == "timing":
-                        outcome.seconds_in_checks += entry["seconds"]
-                        continue
-                    outcome.results.append(entry)
-                    on_result(entry)
-                seen = len(lines)
-                if done:
-                    break
-                time.sleep(0.05)
-        except BaseException:
-            stop_tree(proc)
-            raise
-        finally:
-            report.unlink(missing_ok=True)
-    if any(r.get("could_not_grade") for r in outcome.results):
-        outcome.could_not_grade = next(r["symptom"] for r in outcome.results if r.get("could_not_grade"))
-    elif proc.returncode not in (0, 1):
-        outcome.could_not_grade = f"the graders did not run (pytest exit {proc.returncode}); see {log.name}"
+    outcome, watch = Outcome(), _Watch()
+    probe = ImportProbe(lab, target_dir(target))
+    log = CappedLog(logs / f"check-{lab.number}.log")
+    proc = subprocess.Popen(argv, cwd=labs_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    log.drain(proc.stdout)
+    try:
+        outcome.could_not_grade = _follow(proc, report, probe, outcome, watch, on_result)
+        if outcome.could_not_grade is None and proc.returncode not in (0, 1):
+            outcome.could_not_grade = (stack.fault() or probe.wait_verdict(HANG_SECONDS)
+                                       or _ended_early(proc.returncode, lab, target, watch, log.path))
+        if outcome.could_not_grade and watch.workers:
+            kept = [logcap.keep_tail(Path(worker["log"]), logs / f"check-{lab.number}-worker-{n}.log")
+                    for n, worker in enumerate(watch.workers, 1)]
+            kept = [display_path(path) for path in kept if path]
+            if kept:
+                outcome.could_not_grade += f" (the workers' last log lines: {', '.join(kept)})"
+    finally:
+        stop_tree(proc)
+        watch.stop_left_workers()
+        log.join(5)
+        log.close()
+        probe.close()
+        report.unlink(missing_ok=True)
+        _remove_orphans()
     return outcome
+
+
+def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Watch, on_result) -> str | None:
+    """Read the report as pytest writes it; return why grading is impossible, or None once pytest ended."""
+    started = time.monotonic()
+    seen = 0
+    while True:
+        if time.monotonic() - started > DEADLINE_SECONDS:
+            return (f"the checks did not finish within {DEADLINE_SECONDS} s wall; "
+                    "does a task loop forever or never return?")
+        verdict = probe.verdict()
+        if verdict:
+            return verdict
+        done = proc.poll() is not None
+        lines = report.read_text().splitlines()
+        for line in lines[seen:]:
+            entry = json.loads(line)
+            kind = entry.get("kind")
+            if kind == "timing":
+                outcome.seconds_in_checks += entry["seconds"]
+            elif kind == "start":
+                watch.current = entry["title"]
+            elif kind == "worker":
+                watch.workers.append(entry)
+            else:
+                if entry["outcome"] != "passed":
+                    # A failure because a server died is no verdict on the learner's code.
+                    fault = stack.fault()
+                    if fault:
+                        return fault
+                if entry.get("could_not_grade"):
+                    return probe.wait_verdict(HANG_SECONDS) or entry["symptom"]
+                outcome.results.append(entry)
+                on_result(entry)
+        seen = len(lines)
+        if done:
+            return None
+        time.sleep(0.05)
+
+
+def _ended_early(code: int, lab: Lab, target: str, watch: _Watch, log: Path) -> str:
+    """Say how the grading process ended when pytest itself did not end it."""
+    files = ", ".join(display_path(target_dir(target) / lab.slug / name) for name in lab.files)
+    during = f" during «{watch.current}»" if watch.current else ""
+    if code < 0:
+        how = f"was killed by {signal.Signals(-code).name}"
+    elif code in (2, 3, 4, 5):
+        return f"the graders did not run (pytest exit {code}); see {display_path(log)}"
+    else:
+        how = f"exited with status {code}"
+    return (f"the grading process {how}{during}; that check runs code from {files} in its own process: "
+            "does that code end or kill its process?")
+
+
+def _remove_orphans() -> None:
+    """Drop scratch databases whose process died (this check's own, if it was killed); never fail the check."""
+    try:
+        database.remove_orphans()
+    except Exception:  # the stack may be the very thing that broke; stack up sweeps again
+        pass
 
 
 def stop_tree(proc: subprocess.Popen, grace: float = 15.0) -> None:
     """Interrupt pytest so its fixtures stop the workers, then kill whatever is left, by PID."""
+    if proc.poll() is not None:
+        return
     tree = descendants(proc.pid) | {proc.pid}
     try:
         os.kill(proc.pid, signal.SIGINT)

@@ -205,7 +205,10 @@ def stack_up() -> None:
 
     stack.up()
     database.prepare()
+    orphans = database.remove_orphans()
     console.print(views.stack_table())
+    if orphans:
+        console.print(f"dropped {len(orphans)} scratch database(s) whose check or run had died: {', '.join(orphans)}")
 
 
 @stack_app.command("down")

@@ -1,4 +1,4 @@
-"""The workshop's databases: a migrated, seeded template and cheap copies of it.
+"""The workshop's databases: a migrated, seeded template and cheap copies of it, each marked as budgetlab's.
 
 `prepare()` keeps a template database (`kontor_template`) migrated and
 seeded, and the workshop database (`kontor`) a copy of it. Both carry the
@@ -6,21 +6,35 @@ fingerprint of the code that made them, so a warm start only compares one
 string, and a change to a migration or the generator rebuilds them. Every
 grading check gets its own copy of the template, which PostgreSQL makes by
 copying files, in a fraction of a second.
+
+Every database created here carries budgetlab's mark, a comment on the
+database that only budgetlab writes; nothing here drops or rebuilds a
+database without it. A scratch copy's mark also names the process that
+owns it, so copies whose owner died (Ctrl-C, SIGKILL, a server fault)
+can be found and dropped later.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from budgetlab import stack
 from budgetlab.errors import BudgetlabError
+from budgetlab.stack.process import pid_alive, start_ticks
 
 _SOURCES = ("books/migrations", "books/models.py", "datagen.py", "seed.py", "reference_data.py")
+# The comment on every database budgetlab creates; a database without it is someone else's.
+MARK = "budgetlab:"
+_WORKSHOP_MARK = MARK + "workshop"
+_SCRATCH_MARK = MARK + "scratch"
 
 
 def fingerprint() -> str:
@@ -42,6 +56,12 @@ def _admin():
     return psycopg.connect(stack.database_url("postgres"), autocommit=True, connect_timeout=5)
 
 
+def _ident(name: str):
+    from psycopg import sql
+
+    return sql.Identifier(name)
+
+
 def _stored_fingerprint(name: str) -> str | None:
     import psycopg
 
@@ -53,6 +73,78 @@ def _stored_fingerprint(name: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Owner:
+    """The process that created a scratch database: host, PID and the PID's start time (PIDs are reused)."""
+
+    host: str
+    pid: int
+    started: int
+
+    @classmethod
+    def current(cls) -> Owner:
+        return cls(socket.gethostname(), os.getpid(), start_ticks(os.getpid()) or 0)
+
+    def mark(self) -> str:
+        return f"{_SCRATCH_MARK} host={self.host} pid={self.pid} started={self.started}"
+
+    @classmethod
+    def parse(cls, mark: str) -> Owner | None:
+        fields = dict(part.split("=", 1) for part in mark.split()[1:] if "=" in part)
+        try:
+            return cls(fields["host"], int(fields["pid"]), int(fields["started"]))
+        except (KeyError, ValueError):
+            return None
+
+    def gone(self) -> bool:
+        """Tell whether the owner has certainly exited; a process on another host is never judged."""
+        if self.host != socket.gethostname():
+            return False
+        return not pid_alive(self.pid) or start_ticks(self.pid) != self.started
+
+
+_ABSENT = object()
+
+
+def _mark_of(conn, name: str):
+    """Return a database's budgetlab mark, None when it has none, or _ABSENT when there is no such database."""
+    row = conn.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+                       [name]).fetchone()
+    if row is None:
+        return _ABSENT
+    if row[0] and row[0].startswith(MARK):
+        return row[0]
+    # Databases made before marks existed carry the fingerprint table only budgetlab writes.
+    if _stored_fingerprint(name) is not None:
+        _set_mark(conn, name, _WORKSHOP_MARK)
+        return _WORKSHOP_MARK
+    return None
+
+
+def _set_mark(conn, name: str, mark: str) -> None:
+    from psycopg import sql
+
+    conn.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(_ident(name), sql.Literal(mark)))
+
+
+def _where() -> str:
+    return urlsplit(stack.database_url("postgres")).netloc.rpartition("@")[2]
+
+
+def _refusal(name: str) -> BudgetlabError:
+    return BudgetlabError(
+        f'database "{name}" on {_where()} was not created by budgetlab (it carries no budgetlab mark), '
+        "so budgetlab leaves it alone; name another database in DATABASE_URL, or drop it yourself")
+
+
+def require_own(names: list[str]) -> None:
+    """Fail before touching anything when one of these databases exists and is not budgetlab's."""
+    with _admin() as conn:
+        for name in names:
+            if _mark_of(conn, name) is None:
+                raise _refusal(name)
+
+
 def template_name() -> str:
     return f"{stack.database_name()}_template"
 
@@ -61,17 +153,17 @@ def prepare() -> bool:
     """Make the template and the workshop database current; return True if anything was rebuilt."""
     wanted = fingerprint()
     template = template_name()
+    workshop = stack.database_name()
+    require_own([template, workshop])
     rebuilt = False
     if _stored_fingerprint(template) != wanted:
         drop(template)
-        with _admin() as conn:
-            conn.execute(f'CREATE DATABASE "{template}"')
+        _create(template, None, _WORKSHOP_MARK)
         _migrate_and_seed(template, wanted)
         rebuilt = True
-    workshop = stack.database_name()
     if rebuilt or _stored_fingerprint(workshop) != wanted:
         drop(workshop)
-        copy_template(workshop)
+        _create(workshop, template, _WORKSHOP_MARK)
         rebuilt = True
     return rebuilt
 
@@ -86,10 +178,22 @@ def _migrate_and_seed(name: str, wanted: str) -> None:
         raise BudgetlabError(f"could not migrate and seed {name}: {lines[-1]}")
 
 
-def copy_template(name: str) -> str:
-    """Create database `name` as a copy of the template and return its URL."""
+def _create(name: str, template: str | None, mark: str) -> None:
+    from psycopg import sql
+
     with _admin() as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name()}"')
+        if template:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(_ident(name), _ident(template)))
+        else:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(_ident(name)))
+        # CREATE DATABASE cannot share a transaction; the mark follows at once, and an
+        # unmarked leftover of a crash in between is only ever left alone, never dropped.
+        _set_mark(conn, name, mark)
+
+
+def copy_template(name: str) -> str:
+    """Create database `name` as a copy of the template, owned by this process, and return its URL."""
+    _create(name, template_name(), Owner.current().mark())
     return stack.database_url(name)
 
 
@@ -99,9 +203,35 @@ def scratch_database(label: str) -> str:
 
 
 def drop(name: str) -> None:
-    """Drop a database if it exists, disconnecting whoever is still in it."""
+    """Drop one of budgetlab's databases if it exists, disconnecting whoever is still in it.
+
+    A database without budgetlab's mark is refused with a BudgetlabError.
+    """
+    from psycopg import sql
+
     with _admin() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        mark = _mark_of(conn, name)
+        if mark is _ABSENT:
+            return
+        if mark is None:
+            raise _refusal(name)
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(_ident(name)))
+
+
+def remove_orphans() -> list[str]:
+    """Drop the scratch databases whose owning process has exited on this host; return their names."""
+    from psycopg import sql
+
+    removed = []
+    with _admin() as conn:
+        rows = conn.execute("SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database "
+                            "WHERE shobj_description(oid, 'pg_database') LIKE %s", [_SCRATCH_MARK + " %"]).fetchall()
+        for name, mark in rows:
+            owner = Owner.parse(mark)
+            if owner is not None and owner.gone():
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(_ident(name)))
+                removed.append(name)
+    return removed
 
 
 def _main(wanted: str) -> None:

@@ -56,6 +56,10 @@ def _check_stack(report) -> None:
             report(False, f"{name} ({where}) is not answering", fix)
             continue
         report(True, f"{name} {info['version']} ({where}) at {info['url']}")
+        if not server.external:
+            report(info["password"], f"{name} admits only the stack's password (in .budgetlab/secrets.json, "
+                   "readable by your account only)",
+                   "it was started before the stack had passwords: 'budgetlab stack down', then 'budgetlab stack up'")
         if not server.external and not _port_is_ours(server):
             report(False, f"{name}'s port is used by another program", "run 'budgetlab stack down' then 'budgetlab stack up'")
         if server.kind == "postgres":

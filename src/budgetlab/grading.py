@@ -10,20 +10,31 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from budgetlab import database, stack
-from budgetlab.paths import labs_root
+from budgetlab import clock, database, labs, stack
+from budgetlab.paths import display_path, labs_root
 from budgetlab.stack.leases import RedisLease
+from budgetlab.stack.process import start_ticks
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 
 class CouldNotGrade(Exception):
     """The check could not run at all (for example the learner's module does not import)."""
+
+
+class CheckStalled(BaseException):
+    """A check ran far past its lab's limits; a BaseException, so lab code's `except Exception` cannot swallow it."""
+
+
+# Wall seconds a check may take beyond its lab's longest hard limit: worker starts and
+# database copies on a machine loaded far past its two cores. A check that needs more is stuck.
+STALL_MARGIN = 60.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -166,6 +177,10 @@ def start_worker(target_dir, kontor_db, broker_url, tmp_path):
             tree.start()
         except Exception as exc:
             raise CouldNotGrade(f"the worker did not start with the {target_dir.name} code: {exc}") from None
+        finally:
+            # `budgetlab check` keeps the log's tail when grading breaks, and stops a tree pytest left behind.
+            pid = tree.proc.pid if tree.proc else None
+            _report({"kind": "worker", "log": str(tree.log), "pid": pid, "started": start_ticks(pid) if pid else None})
         return tree
 
     yield start
@@ -182,23 +197,65 @@ def _symptom(report: pytest.TestReport) -> str:
     text = text.split("\nassert ", 1)[0].strip()
     if text.startswith(f"{CouldNotGrade.__module__}.CouldNotGrade: "):
         text = "could not grade: " + text.split(": ", 1)[1]
+    if text.startswith(f"{CheckStalled.__module__}.CheckStalled: "):
+        text = text.split(": ", 1)[1]
     return text.splitlines()[0] if text else "failed"
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+def _report(entry: dict) -> None:
+    """Append one JSON line to the file `budgetlab check` reads (only when it runs the graders)."""
     path = os.environ.get("BUDGETLAB_REPORT_FILE")
-    if not path:
-        return
-    # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
-    with open(path, "a") as out:
-        out.write(json.dumps({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration}) + "\n")
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        entry = {"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
-                 "symptom": "" if report.passed else _symptom(report),
-                 "could_not_grade": "could not grade" in ("" if report.passed else _symptom(report)),
-                 "seconds": round(report.duration, 2)}
+    if path:
         with open(path, "a") as out:
             out.write(json.dumps(entry) + "\n")
+
+
+def pytest_runtest_logstart(nodeid: str, location) -> None:
+    _report({"kind": "start", "nodeid": nodeid, "title": _title(nodeid)})
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
+    _report({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        symptom = "" if report.passed else _symptom(report)
+        _report({"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
+                 "symptom": symptom, "could_not_grade": symptom.startswith("could not grade"),
+                 "seconds": round(report.duration, 2)})
+
+
+def stall_seconds(lab) -> float:
+    """Return how long one check of this lab may run before it counts as stuck, in wall seconds."""
+    return clock.to_wall(lab.hard_limit) + STALL_MARGIN
+
+
+def _lab_of(item: pytest.Item):
+    slug = Path(str(item.path)).parent.name
+    return next((lab for lab in labs.load() if lab.slug == slug), None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    """Stop a check that runs far past its lab's limits, so a hang is reported in seconds, not minutes."""
+    lab = _lab_of(item) if os.environ.get("BUDGETLAB_REPORT_FILE") else None
+    if lab is None:
+        yield
+        return
+    limit = stall_seconds(lab)
+    files = ", ".join(display_path(target_root(item.config) / lab.slug / name) for name in lab.files)
+
+    def stalled(signum, frame):
+        raise CheckStalled(f"could not grade: «{_title(item.nodeid)}» was still running {limit:.0f} s after it "
+                           f"began, far past lab {lab.number}'s longest hard limit ({lab.hard_limit} s, "
+                           f"{clock.to_wall(lab.hard_limit):.1f} s on the lab clock); code in {files} never returned")
+
+    previous = signal.signal(signal.SIGALRM, stalled)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 _TITLES: dict[str, str] = {}

@@ -28,6 +28,9 @@ class Lab:
     hints: tuple[str, ...]
     #: Suggested time for the lab, in minutes.
     timebox: int
+    #: The longest hard time limit the lab's tasks run under, in production seconds (Kontor's
+    #: default, 900, when none is set); a check running far past it on the lab clock is stuck.
+    hard_limit: int = 900
 
     def starter_dir(self, root: Path | None = None) -> Path:
         return (root or repo_root()) / "labs" / self.slug
@@ -50,7 +53,7 @@ def load(root: Path | None = None) -> list[Lab]:
         data = tomllib.loads(path.read_text())
         labs = [Lab(number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
                     summary=entry["summary"], files=tuple(entry["files"]), hints=tuple(entry["hints"]),
-                    timebox=int(entry["timebox"]))
+                    timebox=int(entry["timebox"]), hard_limit=int(entry.get("hard_limit", 900)))
                 for entry in data["lab"]]
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BudgetlabError(f"{path} is unreadable or incomplete: {exc}") from None

@@ -45,3 +45,11 @@ def board_dir() -> Path:
     path = progress_dir() / "board"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def display_path(path: Path) -> str:
+    """Return a path as a person knows it: relative to the checkout when it lies inside."""
+    try:
+        return str(Path(path).relative_to(repo_root()))
+    except ValueError:
+        return str(path)

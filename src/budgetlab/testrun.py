@@ -1,35 +1,44 @@
 """`make test`: bring the stack up, run the whole suite, and stop (and remove from /tmp) what this run started.
 
-When this machine also runs PostgreSQL 15 on 5432 and Redis 7 on 6379,
-the tests marked `external` run a second time against those servers, so
-the labs are proven on both PostgreSQL versions.
+Only when asked with BUDGETLAB_EXTERNAL=1 (as `.ci/run` does, on a machine
+that provides them) do the tests marked `external` run a second time,
+against the PostgreSQL and Redis named by BUDGETLAB_EXTERNAL_DATABASE_URL
+and BUDGETLAB_EXTERNAL_REDIS_URL (by default this machine's PostgreSQL 15 on
+5432 and Redis 7 on 6379), so the labs are proven on both PostgreSQL
+versions. A server that merely answers on a port is never used unasked:
+it may hold somebody's data.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
+from urllib.parse import urlsplit
 
 from budgetlab import database, stack
 from budgetlab.errors import BudgetlabError
 
-MACHINE_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/kontor"
+# The workshop database's name says whose it is, beside whatever else that server holds.
+MACHINE_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/budgetlab_kontor"
 MACHINE_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
+def external_urls() -> dict[str, str] | None:
+    """Return DATABASE_URL and REDIS_URL for the external pass, or None when nobody asked for one."""
+    if os.environ.get("BUDGETLAB_EXTERNAL", "") not in ("1", "yes", "true"):
+        return None
+    return {"DATABASE_URL": os.environ.get("BUDGETLAB_EXTERNAL_DATABASE_URL", MACHINE_DATABASE_URL),
+            "REDIS_URL": os.environ.get("BUDGETLAB_EXTERNAL_REDIS_URL", MACHINE_REDIS_URL)}
 
 
 def _pytest(args: list[str], env: dict[str, str] | None = None) -> int:
     print(f"$ pytest {' '.join(args)}", flush=True)
     return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
+
+
+def _hosts(urls: dict[str, str]) -> str:
+    return ", ".join(f"{name} {urlsplit(url).netloc.rpartition('@')[2]}" for name, url in urls.items())
 
 
 def main(args: list[str]) -> int:
@@ -43,10 +52,10 @@ def main(args: list[str]) -> int:
     started_here = [kind for kind, server in stack.servers().items() if not server.external and not before[kind]]
     try:
         code = _pytest(args)
-        external_set = "DATABASE_URL" in os.environ or "REDIS_URL" in os.environ
-        if code == 0 and not external_set and _answers(5432) and _answers(6379):
-            env = dict(os.environ, DATABASE_URL=MACHINE_DATABASE_URL, REDIS_URL=MACHINE_REDIS_URL)
-            print("\nsecond run: this machine's PostgreSQL 15 and Redis 7", flush=True)
+        external = external_urls()
+        if code == 0 and external:
+            env = dict(os.environ, **external)
+            print(f"\nsecond run, as asked by BUDGETLAB_EXTERNAL: {_hosts(external)}", flush=True)
             prepared = subprocess.call([sys.executable, "-m", "budgetlab.cli_entry", "stack", "up"], env=env)
             code = prepared or _pytest(["-m", "external", *args], env)
     finally:

@@ -18,10 +18,19 @@ result_backend = os.environ.get("KONTOR_RESULT_BACKEND", broker_url)
 task_serializer = "json"
 result_serializer = "json"
 accept_content = ["json"]
+# Results carry the task's name, args and worker, so a result read back names what ran where.
 result_extended = True
 # The lab clock lives here, not in learner code: prefork with scaled time limits.
 worker_pool = "budgetlab.pool:TaskPool"
+# One message at a time per child: long model-calling tasks must not sit reserved behind
+# a busy child while another one idles.
 worker_prefetch_multiplier = 1
+# Celery's default, written out: a message is acknowledged just before its task runs, so
+# nothing the task does, a hard limit that kills its child included, brings it back.
 task_acks_late = False
+# Keep Celery 5's start-up behaviour (retry the broker connection) and silence its
+# deprecation warning about the setting's future default.
 broker_connection_retry_on_startup = True
+# Celery's default, written out: the worker owns the root logger, so task log lines
+# reach the worker log that `budgetlab run` and the graders read.
 worker_hijack_root_logger = True

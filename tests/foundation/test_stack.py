@@ -177,3 +177,31 @@ def test_binaries_in_a_private_folder_are_copied_where_postgres_can_run_them(tmp
     finally:
         if usable != fake_site / "pgserver" / "pginstall":
             shutil.rmtree(usable.parent.parent)
+
+
+def test_embedded_servers_admit_only_the_stacks_password(private_stack):
+    """Other local users reach the ports, not the data: both servers want the password kept 0600 under .budgetlab."""
+    import psycopg
+    import redis
+
+    assert budgetlab(private_stack, "stack", "up").returncode == 0
+    recorded = state(private_stack)
+    secrets_path = private_stack / ".budgetlab" / "secrets.json"
+    assert secrets_path.stat().st_mode & 0o777 == 0o600
+    secrets = json.loads(secrets_path.read_text())
+    postgres_url = recorded["postgres"]["url"]
+    assert ":" not in postgres_url.split("//", 1)[1].split("@")[0], "the state file holds a password"
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(postgres_url, connect_timeout=5)
+    host = postgres_url.split("@", 1)[1]
+    with psycopg.connect(f"postgresql://budgetlab:{secrets['postgres']}@{host}", connect_timeout=5) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    port = recorded["redis"]["port"]
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=port).ping()
+    assert redis.Redis(port=port, password=secrets["redis"]).ping()
+    for kind in ("postgres", "redis"):
+        cmdline = Path(f"/proc/{recorded[kind]['pid']}/cmdline").read_bytes().decode()
+        assert secrets[kind] not in cmdline, f"the {kind} password shows in its command line"
+    status = budgetlab(private_stack, "stack", "status")
+    assert status.returncode == 0 and not any(secret in status.stdout for secret in secrets.values())

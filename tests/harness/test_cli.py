@@ -13,6 +13,18 @@ from budgetlab.stack.process import pid_alive
 TALLY = "labs/lab1_sample/tally.py"
 
 
+def scratch_databases() -> list:
+    """Return (name, owner) for every scratch database on the stack's PostgreSQL."""
+    import psycopg
+
+    from budgetlab import database, stack
+
+    with psycopg.connect(stack.database_url("postgres")) as conn:
+        rows = conn.execute("SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database").fetchall()
+    return [(name, database.Owner.parse(mark)) for name, mark in rows
+            if mark and mark.startswith("budgetlab:scratch") and database.Owner.parse(mark)]
+
+
 def worker_pids_for(root: Path) -> list[int]:
     """Return live celery workers whose code comes from this sample tree."""
     found = []
@@ -180,6 +192,7 @@ def test_ctrl_c_during_check_stops_every_worker(cli):
     path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
                                              "    import time\n    time.sleep(60)\n"))
     env = dict(os.environ, BUDGETLAB_LABS_ROOT=str(cli.root), BUDGETLAB_STATE_DIR=str(cli.state))
+    alive_before = {owner.pid for _name, owner in scratch_databases() if not owner.gone()}
     proc = subprocess.Popen([sys.executable, "-m", "budgetlab.cli_entry", "check", "1"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 30
@@ -191,6 +204,8 @@ def test_ctrl_c_during_check_stops_every_worker(cli):
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert not worker_pids_for(cli.root)
+    left = [name for name, owner in scratch_databases() if owner.pid not in alive_before and owner.gone()]
+    assert not left, f"Ctrl-C left scratch databases behind: {left}"
 
 
 def test_every_command_has_one_line_help(cli):

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from budgetlab import logcap
 from budgetlab.errors import BudgetlabError
 from budgetlab.paths import state_dir
-from budgetlab.stack import postgres, process, redis, state
+from budgetlab.stack import postgres, process, redis, secrets, state
 
 DEFAULT_DATABASE = "kontor"
+# A server's log grows across starts; past this size the next start begins a new one and keeps one old.
+LOG_ROTATE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,10 @@ def servers() -> dict[str, Server]:
             found[kind] = Server(kind, url, None, external=True)
         else:
             entry = recorded.get(kind) or {}
-            found[kind] = Server(kind, entry.get("url", ""), entry.get("pid"), external=False)
+            url = entry.get("url", "")
+            if url and entry.get("auth") == "password":
+                url = secrets.with_password(url, secrets.password(kind))
+            found[kind] = Server(kind, url, entry.get("pid"), external=False)
     return found
 
 
@@ -92,6 +98,23 @@ def require() -> dict[str, Server]:
     return found
 
 
+def fault() -> str | None:
+    """Return one sentence naming a server that stopped or no longer answers, or None when both answer."""
+    for server in servers().values():
+        name = "PostgreSQL" if server.kind == "postgres" else "Redis"
+        if not server.external and not server.running:
+            return (f"{name} (PID {server.pid or '?'}) stopped while budgetlab was using it; "
+                    "start it again with 'budgetlab stack up'")
+        try:
+            (postgres if server.kind == "postgres" else redis).version(server.url)
+        except Exception:  # any driver error means the same to the person: it does not answer
+            where = urlsplit(server.url).netloc.rpartition("@")[2]
+            remedy = ("check that server, then try again" if server.external
+                      else "restart the stack with 'budgetlab stack down' and 'budgetlab stack up'")
+            return f"{name} at {where} stopped answering while budgetlab was using it; {remedy}"
+    return None
+
+
 def up() -> dict[str, Server]:
     """Start whatever is not running yet; a second call only checks."""
     root = state_dir()
@@ -108,7 +131,10 @@ def up() -> dict[str, Server]:
         port = entry.get("port")
         if not port or not process.port_is_free(port):
             port = process.free_port()
-        recorded[kind] = module.start(root, root / f"{kind}.log", port)
+        log = root / f"{kind}.log"
+        if log.exists() and log.stat().st_size > LOG_ROTATE_BYTES:
+            logcap.rotate(log)
+        recorded[kind] = module.start(root, log, port)
         state.save(recorded)
     state.save(recorded)
     return servers()
@@ -163,7 +189,8 @@ def remove_outside_copies() -> list[Path]:
 
 def describe(server: Server) -> dict:
     """Return what `stack status` shows for one server: version, URL, PID."""
-    info = {"kind": server.kind, "url": server.url, "pid": server.pid, "external": server.external,
+    info = {"kind": server.kind, "url": secrets.without_password(server.url), "pid": server.pid,
+            "external": server.external, "password": urlsplit(server.url).password is not None,
             "running": server.running, "version": None}
     if server.url and server.running:
         try:

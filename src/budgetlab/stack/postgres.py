@@ -6,15 +6,19 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.stack import process
+from budgetlab.stack import process, secrets
 from budgetlab.stack.unprivileged import Account, outside_copy, reachable_binaries, reachable_home, server_account
 
 SUPERUSER = "budgetlab"
 # Written after initdb succeeded; a data folder without it was left half-made.
 INIT_MARKER = "budgetlab-initdb-complete"
+# Loopback TCP only (no Unix socket is opened), and only with the stack's password:
+# other local users of a shared machine can reach the port, not the data.
+HBA = "# Written by budgetlab.\nhost all all 127.0.0.1/32 scram-sha-256\n"
 
 # Speed over durability: the data is a workshop's and is re-seeded at will.
 SERVER_SETTINGS = {
@@ -67,7 +71,7 @@ def _env(account: Account, install: Path) -> dict[str, str]:
     return env
 
 
-def _prepare_data_dir(pgdata: Path, account: Account, install: Path) -> None:
+def _prepare_data_dir(pgdata: Path, account: Account, install: Path, password: str) -> None:
     """Initialise the data folder, replacing one that an interrupted initdb left behind."""
     if (pgdata / INIT_MARKER).exists():
         return
@@ -75,13 +79,39 @@ def _prepare_data_dir(pgdata: Path, account: Account, install: Path) -> None:
         shutil.rmtree(pgdata)
     pgdata.mkdir(mode=0o700, parents=True)
     os.chown(pgdata, account.uid, account.gid)
-    result = _run_as(account, [str(install / "bin" / "initdb"), "-D", str(pgdata), "-U", SUPERUSER,
-                               "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"],
-                     _env(account, install))
+    fd, pwfile = tempfile.mkstemp(prefix="budgetlab-pw-")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(password + "\n")
+        os.chown(pwfile, account.uid, account.gid)  # initdb runs as the server's account
+        result = _run_as(account, [str(install / "bin" / "initdb"), "-D", str(pgdata), "-U", SUPERUSER,
+                                   "--auth=scram-sha-256", f"--pwfile={pwfile}", "--encoding=UTF8",
+                                   "--locale=C", "--no-sync"],
+                         _env(account, install))
+    finally:
+        os.unlink(pwfile)
     if result.returncode != 0:
         last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
         raise BudgetlabError(f"initdb failed in {pgdata}: {last[0]}")
     (pgdata / INIT_MARKER).write_text("ok\n")
+    _write_hba(pgdata, account)
+
+
+def _write_hba(pgdata: Path, account: Account) -> None:
+    path = pgdata / "pg_hba.conf"
+    path.write_text(HBA)
+    os.chown(path, account.uid, account.gid)
+
+
+def _secure_legacy(url: str, password: str, pgdata: Path, account: Account) -> None:
+    """Give a data folder from before passwords (trust for everyone on loopback) the stack's password."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(SUPERUSER), sql.Literal(password)))
+        _write_hba(pgdata, account)
+        conn.execute("SELECT pg_reload_conf()")
 
 
 def _clear_stale_pidfile(pgdata: Path) -> None:
@@ -106,7 +136,9 @@ def start(state: Path, log: Path, port: int) -> dict:
     account = server_account()
     install = reachable_binaries(install_dir(), account)
     pgdata = data_dir(state, account)
-    _prepare_data_dir(pgdata, account, install)
+    password = secrets.password("postgres")
+    _prepare_data_dir(pgdata, account, install, password)
+    legacy = (pgdata / "pg_hba.conf").read_text() != HBA
     _clear_stale_pidfile(pgdata)
     argv = [str(install / "bin" / "postgres"), "-D", str(pgdata), "-p", str(port)]
     for key, value in SERVER_SETTINGS.items():
@@ -116,11 +148,15 @@ def start(state: Path, log: Path, port: int) -> dict:
         os.chown(log, account.uid, account.gid)
     proc = process.spawn(argv, log, env=_env(account, install), preexec=account.preexec())
     url = f"postgresql://{SUPERUSER}@127.0.0.1:{port}/postgres"
-    if not process.wait_until(lambda: _answers(url), timeout=30, alive=lambda: proc.poll() is None):
+    client = url if legacy else secrets.with_password(url, password)
+    if not process.wait_until(lambda: _answers(client), timeout=30, alive=lambda: proc.poll() is None):
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no log output"]
         process.stop_pid(proc.pid)
         raise BudgetlabError(f"PostgreSQL did not start on port {port}: {tail[0]}")
-    return {"pid": proc.pid, "port": port, "url": url, "data": str(pgdata)}
+    if legacy:
+        _secure_legacy(url, password, pgdata, account)
+    # The record holds no password; stack.servers() adds it from the secrets file.
+    return {"pid": proc.pid, "port": port, "url": url, "data": str(pgdata), "auth": "password"}
 
 
 def _answers(url: str) -> bool:

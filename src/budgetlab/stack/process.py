@@ -72,6 +72,14 @@ def parent_pid(pid: int) -> int | None:
         return None
 
 
+def start_ticks(pid: int) -> int | None:
+    """Return when a process started, in clock ticks since boot (with the PID, it names one process)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def descendants(root: int) -> set[int]:
     """Return the PIDs below root, read from /proc."""
     children: dict[int, list[int]] = {}

@@ -1,0 +1,111 @@
+"""Import a target's lab modules in a child interpreter, to name the file when lab code hangs, exits or dies at import.
+
+`budgetlab check` starts the probe beside the graders. A worker that never
+starts only says "no ready line"; the probe says which of the learner's
+files did what while it was being imported.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from budgetlab import stack
+from budgetlab.labs import Lab
+from budgetlab.paths import display_path
+from budgetlab.stack.process import stop_pid
+
+# Importing a lab module with Django and Celery takes a second or two, several on a busy machine.
+HANG_SECONDS = 20.0
+
+_PROBE = """
+import importlib, sys
+import django
+django.setup()
+for name in sys.argv[1:]:
+    print("importing", name, flush=True)
+    importlib.import_module(name)
+print("imported", flush=True)
+"""
+
+
+class ImportProbe:
+    """One child interpreter importing the lab's Python files in order, watched until it ends or hangs."""
+
+    def __init__(self, lab: Lab, root: Path):
+        self._files = {f"{lab.slug}.{Path(name).with_suffix('').as_posix().replace('/', '.')}": root / lab.slug / name
+                       for name in lab.files if name.endswith(".py")}
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        self._started = time.monotonic()
+        self._hung: str | None = None
+        self.proc = None
+        if not self._files:
+            return
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "BUDGETLAB_REPORT_FILE")}
+        env.update(PYTHONPATH=os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])]),
+                   DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_DATABASE_URL=stack.database_url(),
+                   KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen([sys.executable, "-c", _PROBE, *self._files], stdout=self._out,
+                                     stderr=self._err, stdin=subprocess.DEVNULL, env=env, cwd=root,
+                                     start_new_session=True)
+
+    def _read(self, stream) -> str:
+        stream.seek(0)
+        return stream.read().decode(errors="replace")
+
+    def _current_file(self) -> str:
+        importing = [line.split(" ", 1)[1] for line in self._read(self._out).splitlines() if line.startswith("importing ")]
+        module = importing[-1] if importing else next(iter(self._files))
+        return display_path(self._files[module])
+
+    def verdict(self) -> str | None:
+        """Return one sentence when lab code hung, exited or died at import; None while all is well so far."""
+        if self.proc is None:
+            return None
+        if self._hung:
+            return self._hung
+        code = self.proc.poll()
+        if code is None:
+            waited = time.monotonic() - self._started
+            if waited < HANG_SECONDS:
+                return None
+            self._hung = (f"{self._current_file()} hung at import: still importing after {waited:.0f} s, "
+                          "so no worker could start; look for work done at module level (a loop, a wait, a connection)")
+            self.stop()
+            return self._hung
+        if code == 0 and self._read(self._out).rstrip().endswith("imported"):
+            return None
+        where = self._current_file()
+        if code < 0:
+            name = signal.Signals(-code).name
+            return f"{where} killed its own process with {name} while it was being imported"
+        errors = self._read(self._err).strip().splitlines()
+        if any(line.startswith("Traceback") for line in errors):
+            return f"{where} raised an error at import: {errors[-1].strip()}"
+        return f"{where} exited with status {code} while it was being imported, so no worker could start"
+
+    def wait_verdict(self, timeout: float) -> str | None:
+        """Wait until the probe has finished or hung (at most timeout seconds) and return its verdict."""
+        deadline = time.monotonic() + timeout
+        while self.proc is not None and self.proc.poll() is None and time.monotonic() < deadline:
+            verdict = self.verdict()
+            if verdict:
+                return verdict
+            time.sleep(0.05)
+        return self.verdict() if self.proc is not None and self.proc.poll() is not None else None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            stop_pid(self.proc.pid, grace=2)
+            self.proc.wait()
+
+    def close(self) -> None:
+        self.stop()
+        self._out.close()
+        self._err.close()

@@ -1,0 +1,113 @@
+"""When lab code or the stack breaks grading itself, check says what broke in one sentence, exits 2 and records nothing."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from budgetlab.logcap import HEAD_BYTES, TAIL_BYTES, CappedLog
+
+from .test_cli import worker_pids_for
+
+TALLY = "labs/lab1_sample/tally.py"
+
+
+def break_tally(cli, text: str) -> None:
+    path = cli.root / TALLY
+    path.write_text(path.read_text() + text)
+
+
+def recorded_checks(cli) -> list:
+    """Return the graded attempts in the learner's progress file."""
+    path = cli.state / "progress.json"
+    labs = json.loads(path.read_text())["labs"] if path.exists() else {}
+    return [entry for entry in labs.values() if entry.get("attempts")]
+
+
+@pytest.mark.parametrize("code, said", [
+    ("\nraise SystemExit(1)\n", "labs/lab1_sample/tally.py exited with status 1 while it was being imported"),
+    ("\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+     "labs/lab1_sample/tally.py killed its own process with SIGKILL while it was being imported"),
+    ("\nraise LookupError('no such category')\n",
+     "labs/lab1_sample/tally.py raised an error at import: LookupError: no such category"),
+], ids=["exits", "kills itself", "raises"])
+def test_lab_code_that_dies_at_import_is_named_with_what_it_did(cli, code, said):
+    """A learner file that exits, kills itself or raises at import: exit 2 and one sentence naming the file."""
+    break_tally(cli, code)
+    result = cli("check", "1")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stdout, result.stdout
+    assert "hidden checks passed" not in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert not recorded_checks(cli)
+
+
+@pytest.mark.slow
+def test_lab_code_that_hangs_at_import_is_named_within_the_probe_time(cli):
+    """A learner file that loops forever at import: exit 2 naming the file, long before the check's deadline."""
+    break_tally(cli, "\nwhile True:\n    pass\n")
+    started = time.monotonic()
+    result = cli("check", "1")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "labs/lab1_sample/tally.py hung at import" in result.stdout, result.stdout
+    assert time.monotonic() - started < 120
+
+
+@pytest.fixture
+def private_stack(tmp_path, cli):
+    """A stack of its own for the sample workshop, so its servers may be killed; always taken down."""
+    root = tmp_path / "stack-root"
+    root.mkdir()
+    env = {"BUDGETLAB_ROOT": str(root)}
+    up = cli("stack", "up", env=env, timeout=300)
+    assert up.returncode == 0, up.stdout + up.stderr
+    yield env, json.loads((root / ".budgetlab" / "stack.json").read_text())
+    cli("stack", "down", "--remove-copies", env=env)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["redis", "postgres"])
+def test_a_server_that_dies_during_check_is_named_and_nothing_is_recorded(cli, private_stack, server):
+    """A server killed while a check runs: exit 2, one line naming it and how to restart, no score recorded."""
+    env, recorded = private_stack
+    # Keeps the check busy on its worker while the server goes.
+    path = cli.root / TALLY
+    path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
+                                             "    import time\n    time.sleep(30)\n"))
+    variables = dict(os.environ, BUDGETLAB_LABS_ROOT=str(cli.root), BUDGETLAB_STATE_DIR=str(cli.state), **env)
+    proc = subprocess.Popen([sys.executable, "-m", "budgetlab.cli_entry", "check", "1"], env=variables,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not worker_pids_for(cli.root) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert worker_pids_for(cli.root), "no worker started"
+    os.kill(recorded[server]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=180)
+    name = "Redis" if server == "redis" else "PostgreSQL"
+    assert proc.returncode == 2, out + err
+    assert f"{name} (PID {recorded[server]['pid']}) stopped while budgetlab was using it" in out, out
+    assert "budgetlab stack up" in out and "hidden checks passed" not in out
+    assert not recorded_checks(cli)
+    assert not worker_pids_for(cli.root)
+
+
+def test_a_log_keeps_its_head_and_tail_whatever_lab_code_prints(tmp_path):
+    """Ten megabytes through a pipe: the kept log stays near a megabyte, with its first and last lines."""
+    writer = subprocess.Popen([sys.executable, "-c",
+                               "import sys\nprint('first line')\nsys.stdout.write('x' * 10_000_000)\nprint()\n"
+                               "print('last line')"], stdout=subprocess.PIPE)
+    log = CappedLog(tmp_path / "check-5.log")
+    log.drain(writer.stdout)
+    writer.wait()
+    log.join()
+    log.close()
+    text = (tmp_path / "check-5.log").read_text()
+    assert text.startswith("first line") and text.rstrip().endswith("last line")
+    assert "bytes cut here" in text
+    assert len(text) <= HEAD_BYTES + TAIL_BYTES + 65536 + 200
+    again = CappedLog(tmp_path / "check-5.log")
+    again.close()
+    assert (tmp_path / "check-5.log.1").read_text() == text, "the previous log was not kept as .1"
