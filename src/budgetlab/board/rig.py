@@ -132,7 +132,8 @@ def simulate_room(base: str, token: str, learners: int = 100, labs: int = 5, sec
     def learner(index: int) -> None:
         rng = random.Random(seed * 1000 + index)
         learner_id = f"{index:032x}"
-        lab, attempt = 1, 0
+        # Spread over every lab from the start, so each lab's row and ranking is under load.
+        lab, attempt = index % labs + 1, 0
         time.sleep(rng.uniform(0, every[1]))  # a room does not press Enter in the same millisecond
         while time.monotonic() < deadline:
             attempt += 1
