@@ -68,6 +68,7 @@ def check(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
           fail_fast: bool = typer.Option(False, "--fail-fast", "-x", help="Stop at the first failed check.")) -> None:
     """Run lab N's hidden checks and say which pass."""
     from budgetlab import checking, labs, progress, views
+    from budgetlab.board import client as room_board
 
     entry = labs.get(lab)
     where = checking.target_dir(target)
@@ -76,6 +77,7 @@ def check(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
     console.print(views.check_summary(outcome))
     if target == "labs" and not outcome.could_not_grade:
         progress.record_check(entry.number, outcome.exit_code == 0, outcome.passed, len(outcome.results), _warn)
+    room_board.post_check(entry.number, outcome, target, _warn)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -148,6 +150,35 @@ def report(fmt: ReportFormat = typer.Option(ReportFormat.md, "--format", help="O
         console.print(reporting.merge(merge, fmt.value), markup=False, highlight=False)
     else:
         console.print(reporting.render(reporting.learner_rows(_warn), fmt.value), markup=False, highlight=False)
+
+
+@app.command("facilitate")
+def facilitate(host: str = typer.Option("127.0.0.1", help="Address to listen on; 0.0.0.0 serves the room on the LAN."),
+               port: int = typer.Option(8765, help="Port to listen on; 0 picks a free one."),
+               stuck_after: float = typer.Option(15.0, "--stuck-after", min=0,
+                                                 help="Minutes failing the same check before a learner is flagged stuck."),
+               new: bool = typer.Option(False, "--new", help="Close the previous room and open a fresh one with a new token.")) -> None:
+    """Serve a live room board of everyone's checks, for a facilitator (Ctrl-C stops it)."""
+    from budgetlab.board import server
+
+    raise typer.Exit(server.serve(host, port, stuck_after, new, lambda line: console.print(line, markup=False)))
+
+
+@app.command("join")
+def join(url: str = typer.Argument(..., help="The join URL your facilitator shows (http://HOST:PORT/join/TOKEN)."),
+         name: str = typer.Option(..., "--as", help="Your name on the room board.")) -> None:
+    """Post every check's result (never your code) to your facilitator's room board."""
+    from budgetlab.board import client
+
+    console.print(client.join(url, name), markup=False)
+
+
+@app.command("leave")
+def leave() -> None:
+    """Stop posting check results to the room board."""
+    from budgetlab.board import client
+
+    console.print(client.leave(), markup=False)
 
 
 @app.command("doctor")

@@ -40,6 +40,13 @@ def labs_root() -> Path:
     return Path(override).resolve() if override else repo_root()
 
 
+def board_dir() -> Path:
+    """Return the folder of the facilitator's room board database, beside the progress (same override)."""
+    path = progress_dir() / "board"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def display_path(path: Path) -> str:
     """Return a path as a person knows it: relative to the checkout when it lies inside."""
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from budgetlab import checking, labs, progress, views
+from budgetlab.board import client as room_board
 
 # How long a probe file's event may take before file events count as missing (network or VM mounts).
 PROBE_SECONDS = 2.0
@@ -71,6 +72,7 @@ def watch(number: int | None, poll: bool, console: Console) -> int:
         console.print(views.check_summary(outcome))
         if not outcome.could_not_grade:
             progress.record_check(lab.number, outcome.exit_code == 0, outcome.passed, len(outcome.results))
+        room_board.post_check(lab.number, outcome, "labs", lambda message: console.print(f"[yellow]warning:[/] {message}"))
 
     def stamps() -> dict[str, int]:
         return {name: (folder / name).stat().st_mtime_ns if (folder / name).exists() else 0 for name in lab.files}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import subprocess
@@ -92,15 +93,17 @@ class PageProbe:
     external_requests: list
 
 
-def open_probe(browser, site_url, viewport: dict) -> tuple[object, PageProbe]:
-    """Return (context, probe): a fresh light-mode page of this size that blocks every request leaving localhost."""
-    context = browser.new_context(viewport=viewport, color_scheme="light")
-    context.add_init_script(OPEN_SHADOW_ROOTS)
+@contextlib.contextmanager
+def probed_page(browser, local: tuple[str, ...], init_script: str | None = None, **options):
+    """Yield a fresh light-mode PageProbe whose requests outside the `local` URL prefixes are blocked and recorded."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, "color_scheme": "light", **options})
+    if init_script:
+        context.add_init_script(init_script)
     external: list[str] = []
 
     def route(route):
         url = route.request.url
-        if url.startswith((site_url, "data:", "blob:")):
+        if url.startswith((*local, "data:", "blob:")):
             route.continue_()
         else:
             external.append(url)
@@ -111,14 +114,20 @@ def open_probe(browser, site_url, viewport: dict) -> tuple[object, PageProbe]:
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
-    return context, PageProbe(page, errors, external)
+    try:
+        yield PageProbe(page, errors, external)
+    finally:
+        context.close()
 
 
 @pytest.fixture
 def probe(chromium_browser, site_url):
-    """A fresh light-mode page at 1280 x 900 that blocks and records every request leaving localhost."""
-    context, page_probe = open_probe(chromium_browser, site_url, {"width": 1280, "height": 900})
-    try:
+    """A fresh light-mode page on the built site at 1280 x 900 that blocks and records every request leaving localhost."""
+    with probed_page(chromium_browser, (site_url,), OPEN_SHADOW_ROOTS) as page_probe:
         yield page_probe
-    finally:
-        context.close()
+
+
+@pytest.fixture
+def open_probe(chromium_browser):
+    """Open a PageProbe on another local server (the room board): open_probe(("http://127.0.0.1:PORT/",))."""
+    return functools.partial(probed_page, chromium_browser)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import open_probe
+from conftest import OPEN_SHADOW_ROOTS, probed_page
 from docs_support import DOCS, SCREENSHOTS
 
 pytestmark = pytest.mark.browser
@@ -174,13 +174,12 @@ def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, bu
     """On every page: diagram labels of 11 px or more (and diagrams that fit a laptop's column), no crushed table
     column, no console line cut off, every answer block closed on load, the instructor section in the nav;
     a full-page screenshot of each in .budgetlab/shots/."""
-    context, probe = open_probe(chromium_browser, site_url, VIEWPORTS[screen])
     shots = SCREENSHOTS / screen
     shots.mkdir(parents=True, exist_ok=True)
     problems = []
     pages = site_pages(built_site.require())
     assert len(pages) >= 20, f"only {len(pages)} pages found in the built site"
-    try:
+    with probed_page(chromium_browser, (site_url,), OPEN_SHADOW_ROOTS, viewport=VIEWPORTS[screen]) as probe:
         for path in pages:
             # "load" and not "networkidle": the site fetches nothing late but its diagrams, waited for below.
             probe.page.goto(site_url + path, wait_until="load")
@@ -209,8 +208,6 @@ def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, bu
             probe.external_requests.clear()
             name = path.strip("/").replace("/", "-") or "home"
             probe.page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
-    finally:
-        context.close()
     assert not problems, f"{len(problems)} problem(s) at {screen} width:\n" + "\n".join(problems)
 
 

@@ -1,0 +1,120 @@
+"""Regenerates docs/assets/board.png, the room board as the facilitator guide shows it, from a replayed session.
+
+A fictional room of fourteen is replayed into a fresh board, an hour into
+the agenda: everyone has met lab 1, lab 2 is under way. Every sentence and
+symptom comes from the real check transcripts in docs/transcripts/ (the
+pristine labs' output), so the picture shows what `check` really posts.
+Then `budgetlab facilitate` serves that room and Debian's Chromium takes
+the screenshot.
+
+Usage:
+    python scripts/board_screenshot.py                 # writes docs/assets/board.png
+    python scripts/board_screenshot.py --output X.png  # writes elsewhere (the docs test does)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSCRIPTS = ROOT / "docs" / "transcripts"
+CHROMIUM = "/usr/bin/chromium"
+NAMES = ["Ada", "Bilal", "Chen", "Dana", "Emeka", "Farah", "Gustav", "Hana", "Ivo", "Jonas", "Kemal", "Lea",
+         "Mara", "Nils"]
+
+
+def starter_results(lab: int) -> list[dict]:
+    """Return the checks of a pristine lab as `check` reported them, read from its stored transcript."""
+    results = []
+    for line in (TRANSCRIPTS / f"lab{lab}-check-starter.txt").read_text().splitlines():
+        if line.startswith(("  ✓ ", "  ✗ ")):
+            results.append({"title": line[4:], "outcome": "passed" if line[2] == "✓" else "failed", "symptom": ""})
+        elif line.startswith("      ") and results:
+            results[-1]["symptom"] = line.strip()
+    return results
+
+
+def fixed(results: list[dict], *indices: int) -> list[dict]:
+    """Return the results with the checks at these positions passing (all of them when none are given)."""
+    return [dict(r, outcome="passed", symptom="") if (not indices or i in indices) else r
+            for i, r in enumerate(results)]
+
+
+def replay(session_start: float) -> None:
+    """Post the room's hour of results, each at the minute it happened."""
+    from budgetlab.board import payload, services
+
+    room = services.room_open(fresh=True)
+    lab1, lab2 = starter_results(1), starter_results(2)
+    rng = random.Random(20)
+
+    def send(index: int, lab: int, minute: float, results: list[dict], lab_started: float, hints: int = 0):
+        passed = all(r["outcome"] == "passed" for r in results)
+        body = payload.build(lab, results, None, 0 if passed else 1, hints, minute - lab_started,
+                             f"{index + 1:032x}", NAMES[index])
+        services.post_record(room, payload.validate(body), received_at=session_start + minute * 60)
+
+    for index in range(len(NAMES)):
+        send(index, 1, rng.uniform(13, 18), lab1, 10, 0)
+        if NAMES[index] == "Ivo":
+            # Still on lab 1, with the same check failing since minute 24.
+            send(index, 1, 24, fixed(lab1, 0, 1, 2, 3), 10, 2)
+            send(index, 1, 41, fixed(lab1, 0, 1, 2, 3), 10, 3)
+            continue
+        send(index, 1, rng.uniform(22, 36), fixed(lab1), 10, rng.randint(0, 2))
+        if NAMES[index] in ("Bilal", "Farah"):
+            # Checked early; the helper re-raises now, but the jobs still do not end failed.
+            send(index, 2, rng.uniform(41, 42), lab2, 40, 0)
+            send(index, 2, rng.uniform(46, 47), fixed(lab2, 2, 3, 4), 40, 1)
+            send(index, 2, rng.uniform(53, 57), fixed(lab2, 2, 3, 4), 40, 2)
+            continue
+        send(index, 2, rng.uniform(47, 52), lab2, 40, 0)
+        if NAMES[index] in ("Chen", "Hana", "Lea"):
+            send(index, 2, rng.uniform(53, 57), fixed(lab2), 40, rng.randint(0, 1))
+        elif NAMES[index] in ("Dana", "Jonas", "Kemal"):
+            send(index, 2, rng.uniform(53, 57), fixed(lab2, 1, 2, 3, 4), 40, 2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "assets" / "board.png")
+    args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="board-screenshot-") as state:
+        # The replay and the board both keep the room under this folder, never in the checkout's .budgetlab/.
+        os.environ["BUDGETLAB_STATE_DIR"] = state
+        from budgetlab.board import server
+
+        server.configure()
+        replay(time.time() - 58 * 60)
+        from django.db import connections
+
+        connections.close_all()
+        from playwright.sync_api import sync_playwright
+
+        from budgetlab.board.rig import RoomBoard
+
+        with RoomBoard(Path(state), "--stuck-after", "15") as board, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                 args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900}, color_scheme="light")
+            page.goto(board.page_url)
+            page.wait_for_selector('tr[data-learner] + tr')
+            page.wait_for_selector("tr.stuck")
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(args.output), full_page=True)
+            browser.close()
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
