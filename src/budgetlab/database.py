@@ -24,10 +24,10 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from budgetlab import stack
 from budgetlab.errors import BudgetlabError
+from budgetlab.stack import secrets
 from budgetlab.stack.process import pid_alive, start_ticks
 
 _SOURCES = ("books/migrations", "books/models.py", "datagen.py", "seed.py", "reference_data.py")
@@ -128,7 +128,7 @@ def _set_mark(conn, name: str, mark: str) -> None:
 
 
 def _where() -> str:
-    return urlsplit(stack.database_url("postgres")).netloc.rpartition("@")[2]
+    return secrets.address(stack.database_url("postgres"))
 
 
 def _refusal(name: str) -> BudgetlabError:

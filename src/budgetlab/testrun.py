@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from urllib.parse import urlsplit
 
 from budgetlab import database, stack
 from budgetlab.errors import BudgetlabError
+from budgetlab.stack import secrets
 
 # The workshop database's name says whose it is, beside whatever else that server holds.
 MACHINE_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/budgetlab_kontor"
@@ -38,7 +38,7 @@ def _pytest(args: list[str], env: dict[str, str] | None = None) -> int:
 
 
 def _hosts(urls: dict[str, str]) -> str:
-    return ", ".join(f"{name} {urlsplit(url).netloc.rpartition('@')[2]}" for name, url in urls.items())
+    return ", ".join(f"{name} {secrets.address(url)}" for name, url in urls.items())
 
 
 def main(args: list[str]) -> int:

@@ -108,7 +108,7 @@ def fault() -> str | None:
         try:
             (postgres if server.kind == "postgres" else redis).version(server.url)
         except Exception:  # any driver error means the same to the person: it does not answer
-            where = urlsplit(server.url).netloc.rpartition("@")[2]
+            where = secrets.address(server.url)
             remedy = ("check that server, then try again" if server.external
                       else "restart the stack with 'budgetlab stack down' and 'budgetlab stack up'")
             return f"{name} at {where} stopped answering while budgetlab was using it; {remedy}"
@@ -142,7 +142,7 @@ def up() -> dict[str, Server]:
 
 def _check_external(kind: str, url: str) -> None:
     name = "DATABASE_URL" if kind == "postgres" else "REDIS_URL"
-    where = urlsplit(url).netloc.rpartition("@")[2] or url
+    where = secrets.address(url) or url
     try:
         if kind == "postgres":
             postgres.version(_maintenance_url(url))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from urllib.parse import urlsplit
 
 from budgetlab.errors import BudgetlabError
+from budgetlab.stack import secrets
 
 # Database 0 holds the leases (and is Kontor's default broker); every other one can be leased.
 _LEASE_KEY = "budgetlab:lease:{}"
@@ -80,7 +80,7 @@ class RedisLease:
             foreign += 1
             self._control.eval(_RELEASE, 1, key, self._token)
         self._control.close()
-        where = urlsplit(stack.redis_url(0)).netloc.rpartition("@")[2]
+        where = secrets.address(stack.redis_url(self._control_db))
         if foreign:
             raise BudgetlabError(
                 f"no Redis database on {where} can be used: {foreign} of {count - 1} hold keys budgetlab did not "

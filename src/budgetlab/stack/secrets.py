@@ -37,10 +37,15 @@ def password(kind: str) -> str:
     return chosen[kind]
 
 
+def address(url: str) -> str:
+    """Return a server URL's host:port, the part that may be shown without credentials."""
+    return urlsplit(url).netloc.rpartition("@")[2]
+
+
 def with_password(url: str, secret: str, user: str = "") -> str:
     """Return the URL with the password (and user) in it, for clients."""
     parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
+    host = address(url)
     name = user or parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{quote(name)}:{quote(secret, safe='')}@{host}"))
 
@@ -50,6 +55,6 @@ def without_password(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    host = parts.netloc.rpartition("@")[2]
+    host = address(url)
     user = f"{parts.username}@" if parts.username else ""
     return urlunsplit(parts._replace(netloc=user + host))
