@@ -44,8 +44,6 @@ def fingerprint() -> str:
 
     root = Path(kontor.__file__).parent
     digest = hashlib.sha1()
-    # Who owns the tables is part of the content: a template of another owner is rebuilt.
-    digest.update(f"owner:{stack.lab_role()}".encode())
     for source in _SOURCES:
         for path in sorted((root / source).rglob("*.py")) if (root / source).is_dir() else [root / source]:
             digest.update(path.name.encode())
@@ -160,7 +158,7 @@ def prepare() -> bool:
     require_own([template, workshop])
     _ensure_lab_role()
     rebuilt = False
-    if _stored_fingerprint(template) != wanted:
+    if _stored_fingerprint(template) != wanted or not _tables_belong_to_lab_role(template):
         drop(template)
         _create(template, None, _WORKSHOP_MARK)
         _migrate_and_seed(template, wanted)
@@ -170,6 +168,22 @@ def prepare() -> bool:
         _create(workshop, template, _WORKSHOP_MARK)
         rebuilt = True
     return rebuilt
+
+
+def _tables_belong_to_lab_role(name: str) -> bool:
+    """Tell whether lab code's role owns every table of a database (always true where DATABASE_URL's role is used)."""
+    import psycopg
+
+    role = stack.lab_role()
+    if role is None:
+        return True
+    try:
+        with psycopg.connect(stack.database_url(name), autocommit=True, connect_timeout=5) as conn:
+            row = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner <> %s",
+                               [role]).fetchone()
+    except psycopg.Error:
+        return False
+    return row[0] == 0
 
 
 def _ensure_lab_role() -> None:

@@ -1,5 +1,6 @@
 """The board's Django settings stay on the facilitator's side: check, workers and Kontor never load them."""
 
+import os
 import subprocess
 import sys
 
@@ -12,8 +13,10 @@ print(",".join(loaded))
 
 
 def loaded_after(imports: str) -> list[str]:
+    # Kontor's settings need a database URL to load (nothing connects here).
+    env = dict(os.environ, KONTOR_DATABASE_URL="postgresql://kontor@127.0.0.1:1/kontor")
     result = subprocess.run([sys.executable, "-c", PROBE.format(imports=imports)], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     return [name for name in result.stdout.strip().split(",") if name]
 

@@ -56,6 +56,23 @@ def test_lab_code_that_hangs_at_import_is_named_within_the_probe_time(cli):
     assert time.monotonic() - started < 120
 
 
+@pytest.mark.slow
+def test_lab_code_stuck_in_a_task_is_named_within_the_labs_own_limits(cli):
+    """A task that never returns: exit 2 soon after the lab's hard limit, naming the file; no worker stays."""
+    path = cli.root / TALLY
+    path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
+                                             "    import time\n    time.sleep(600)\n"))
+    started = time.monotonic()
+    # The sample lab's hard limit is the default 900 s: 4.5 s on the lab clock, then 3 s of margin.
+    result = cli("check", "1", env={"BUDGETLAB_STALL_MARGIN": "3"})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "was still running" in result.stdout and "labs/lab1_sample/tally.py never returned" in result.stdout, \
+        result.stdout
+    assert time.monotonic() - started < 60
+    assert not recorded_checks(cli)
+    assert not worker_pids_for(cli.root)
+
+
 @pytest.fixture
 def private_stack(tmp_path, cli):
     """A stack of its own for the sample workshop, so its servers may be killed; always taken down."""
