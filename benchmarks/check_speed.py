@@ -30,10 +30,10 @@ def timed(*args: str) -> tuple[float, int]:
 def check_in_process(lab) -> tuple[float, float, int]:
     """Return wall seconds, the floor (time inside the checks and their fixtures: worker starts,
     scenarios on the lab clock, database copies) and the exit code."""
-    from budgetlab import checking
+    from budgetlab import checking, targets
 
     started = time.perf_counter()
-    outcome = checking.run(lab, "solutions")
+    outcome = checking.grade(lab, targets.resolve("solutions"))
     return time.perf_counter() - started, outcome.seconds_in_checks, outcome.exit_code
 
 

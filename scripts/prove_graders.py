@@ -2,28 +2,26 @@
 
 Usage: python scripts/prove_graders.py N [N ...]   (prints one line per case; exit 1 if any case disagrees)
 
-Wrong fixes and alternatives live with the graders, as files that replace
-the starter's files of the same name:
-
-    tests/<slug>/wrong_fixes/<name>/<file>
-    tests/<slug>/alternatives/<name>/<file>
+Wrong fixes and alternatives are declared in each lab's variants file
+(labs.toml's `variants`) as a base tree, labs/ or solutions/, plus a small
+patch; each is built into a scratch tree and graded there (see
+budgetlab.variants; scripts/variant_patch.py writes the patches).
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from budgetlab import labs
-from budgetlab.paths import labs_root
+from budgetlab import labs, targets, variants
+from budgetlab.errors import BudgetlabError
 
 
-def check(number: int, target: str, fail_fast: bool) -> tuple[int, str]:
-    argv = [sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target]
+def check(number: int, target: targets.Target, fail_fast: bool) -> tuple[int, str]:
+    argv = [sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target.argument]
     if fail_fast:
         argv.append("--fail-fast")
     result = subprocess.run(argv, capture_output=True, text=True)
@@ -31,27 +29,13 @@ def check(number: int, target: str, fail_fast: bool) -> tuple[int, str]:
     return result.returncode, (lines[-1] if lines else result.stderr.strip())
 
 
-def overlay(lab: labs.Lab, case: Path, workdir: Path) -> Path:
-    """Copy labs/ to a scratch tree and lay the case's files over the lab's."""
-    tree = workdir / case.name
-    shutil.copytree(labs_root() / "labs", tree, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in case.rglob("*"):
-        if path.is_file() and "__pycache__" not in path.parts:
-            destination = tree / lab.slug / path.relative_to(case)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination)
-    return tree
-
-
 def prove(number: int) -> bool:
     lab = labs.get(number)
-    cases = [("solution", "solutions", 0, False), ("starter", "labs", 1, True)]
+    cases = [("solution", targets.resolve("solutions"), 0, False), ("starter", targets.learners(), 1, True)]
     with tempfile.TemporaryDirectory(prefix=f"prove-{lab.slug}-") as scratch:
-        for kind, expected in (("wrong_fixes", 1), ("alternatives", 0)):
-            folder = lab.tests_dir() / kind
-            for case in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
-                cases.append((f"{kind[:-1] if kind == 'alternatives' else 'wrong fix'} {case.name}",
-                              str(overlay(lab, case, Path(scratch))), expected, expected == 1))
+        for variant in variants.load(lab):
+            tree = targets.resolve(variants.build(lab, variant, Path(scratch)))
+            cases.append((f"{variant.kind} {variant.name}", tree, variant.expected_exit, variant.expected_exit == 1))
         ok = True
         for name, target, expected, fail_fast in cases:
             started = time.monotonic()
@@ -71,4 +55,8 @@ if __name__ == "__main__":
               f"{', '.join(map(str, known))})", file=sys.stderr)
         sys.exit(2)
     numbers = [int(arg) for arg in sys.argv[1:]] or known
-    sys.exit(0 if all([prove(n) for n in numbers]) else 1)
+    try:
+        sys.exit(0 if all([prove(n) for n in numbers]) else 1)
+    except BudgetlabError as exc:  # a variants file or patch that does not fit its base
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -25,6 +25,7 @@ from budgetlab.labs import Lab
 from budgetlab.logcap import CappedLog
 from budgetlab.paths import display_path, labs_root, state_dir
 from budgetlab.stack.process import descendants, pid_alive, start_ticks
+from budgetlab.targets import Target
 from budgetlab.workers import tree_of
 
 
@@ -48,16 +49,7 @@ class Outcome:
         return 0 if self.passed == len(self.results) else 1
 
 
-def target_dir(target: str) -> Path:
-    if target in ("labs", "solutions"):
-        return labs_root() / target
-    path = Path(target).resolve()
-    if not path.is_dir():
-        raise BudgetlabError(f"target {target!r} is neither 'labs', 'solutions' nor a folder")
-    return path
-
-
-def preflight(lab: Lab, target: str) -> None:
+def preflight(lab: Lab, target: Target) -> None:
     """Refuse to grade when the result would mean nothing; each reason is one line."""
     changed = integrity.modified(labs_root(), under=f"{lab.slug}/") + [
         name for name in integrity.modified(labs_root()) if "/" not in name]
@@ -65,7 +57,7 @@ def preflight(lab: Lab, target: str) -> None:
         raise BudgetlabError(f"grader files modified ({', '.join(sorted(set(changed))[:3])}); "
                              "restore tests/ from git to be graded like everyone else")
     stack.require()
-    root = target_dir(target) / lab.slug
+    root = target.lab_dir(lab.slug)
     for name in lab.files:
         check_syntax(root / name)
 
@@ -93,7 +85,7 @@ DEADLINE_SECONDS = 180
 
 @dataclass
 class _Watch:
-    """What `run` learns from the graders' report file besides results."""
+    """What `grade` learns from the graders' report file besides results."""
 
     current: str = ""
     #: The "worker" entries: each started worker tree's log, root PID and that PID's start time.
@@ -111,7 +103,7 @@ class _Watch:
                         pass
 
 
-def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = False) -> Outcome:
+def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: bool = False) -> Outcome:
     """Run lab N's graders against a target, calling on_result for each check as it finishes.
 
     When the stack or lab code breaks grading itself (a server stopped, code
@@ -123,7 +115,7 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
     logs.mkdir(exist_ok=True)
     report = Path(tempfile.mkstemp(prefix="check-", suffix=".jsonl", dir=logs)[1])
     argv = [sys.executable, "-m", "pytest", str(lab.tests_dir()), "-p", "budgetlab.grading",
-            "-p", "no:cacheprovider", f"--target={target_dir(target)}", "-q", "--no-header",
+            "-p", "no:cacheprovider", f"--target={target.root}", "-q", "--no-header",
             f"--rootdir={labs_root()}"]
     # One word per option, so pytest never mistakes a target folder for a test path.
     config = labs_root() / "pyproject.toml"
@@ -133,7 +125,7 @@ def run(lab: Lab, target: str, on_result=lambda entry: None, fail_fast: bool = F
         argv.append("-x")
     env = dict(os.environ, BUDGETLAB_GRADING="1", **{checkreport.VARIABLE: str(report)})
     outcome, watch = Outcome(), _Watch()
-    probe = ImportProbe(lab, target_dir(target))
+    probe = ImportProbe(lab, target.root)
     log = CappedLog(logs / f"check-{lab.number}.log")
     proc = subprocess.Popen(argv, cwd=labs_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -198,9 +190,9 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
         time.sleep(0.05)
 
 
-def _ended_early(code: int, lab: Lab, target: str, watch: _Watch, log: Path) -> str:
+def _ended_early(code: int, lab: Lab, target: Target, watch: _Watch, log: Path) -> str:
     """Say how the grading process ended when pytest itself did not end it."""
-    files = ", ".join(display_path(target_dir(target) / lab.slug / name) for name in lab.files)
+    files = ", ".join(display_path(target.lab_dir(lab.slug) / name) for name in lab.files)
     during = f" during «{watch.current}»" if watch.current else ""
     if code < 0:
         how = f"was killed by {signal.Signals(-code).name}"

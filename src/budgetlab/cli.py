@@ -48,18 +48,18 @@ def list_labs() -> None:
 
 
 @app.command("run")
-def run(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
+def play(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
         target: str = typer.Option("labs", help="Whose code plays: labs (yours), solutions, or a folder laid out like labs/.")) -> None:
     """Play lab N's scenario live on the stack with your current code, or another target's."""
-    from budgetlab import checking, labs, progress, scenarios, stack
+    from budgetlab import labs, progress, scenarios, stack, targets
 
     entry = labs.get(lab)
-    where = checking.target_dir(target)
+    where = targets.resolve(target)
     stack.require()
     # Watching the reference fix play is not an attempt at the lab.
-    if target == "labs":
+    if where.is_learners:
         progress.mark_started(entry.number, _warn)
-    raise typer.Exit(scenarios.play(entry.number, where, console))
+    raise typer.Exit(scenarios.play(entry.number, where.root, console))
 
 
 @app.command("check")
@@ -67,17 +67,17 @@ def check(lab: int = typer.Argument(..., help="Lab number, 1 to 5."),
           target: str = typer.Option("labs", help="What to grade: labs (your code), solutions, or a folder laid out like labs/."),
           fail_fast: bool = typer.Option(False, "--fail-fast", "-x", help="Stop at the first failed check.")) -> None:
     """Run lab N's hidden checks and say which pass."""
-    from budgetlab import checking, labs, progress, views
+    from budgetlab import checking, labs, progress, targets, views
     from budgetlab.board import client as room_board
 
     entry = labs.get(lab)
-    where = checking.target_dir(target)
-    console.print(f"checking lab {entry.number} ({entry.title}) against {where.name}/ …")
-    outcome = checking.run(entry, target, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
+    where = targets.resolve(target)
+    console.print(f"checking lab {entry.number} ({entry.title}) against {where.root.name}/ …")
+    outcome = checking.grade(entry, where, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
     console.print(views.check_summary(outcome))
-    if target == "labs" and not outcome.could_not_grade:
+    if where.is_learners and not outcome.could_not_grade:
         progress.record_check(entry.number, outcome.exit_code == 0, outcome.passed, len(outcome.results), _warn)
-    room_board.post_check(entry.number, outcome, target, _warn)
+    room_board.post_check(entry.number, outcome, where, _warn)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -186,7 +186,7 @@ def doctor() -> None:
     """Check Python, the stack, PostgreSQL, Redis, Celery, ports and stale workers."""
     from budgetlab import doctoring
 
-    problems = doctoring.run(console)
+    problems = doctoring.diagnose(console)
     raise typer.Exit(1 if problems else 0)
 
 

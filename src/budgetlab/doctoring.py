@@ -11,7 +11,7 @@ from budgetlab.stack.process import pid_alive
 PINNED_CELERY = "5.6.3"
 
 
-def run(console: Console) -> list[str]:
+def diagnose(console: Console) -> list[str]:
     """Print one line per check; return the problems found."""
     problems: list[str] = []
 

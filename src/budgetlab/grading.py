@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab import checkreport, clock, database, labs, stack
-from budgetlab.paths import display_path, labs_root
+from budgetlab import checkreport, clock, database, labs, stack, targets
+from budgetlab.errors import BudgetlabError
+from budgetlab.paths import display_path
 from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
@@ -44,10 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def target_root(config: pytest.Config) -> Path:
-    value = config.getoption("--target")
-    if value in ("labs", "solutions"):
-        return labs_root() / value
-    return Path(value).resolve()
+    """The tree named by --target, resolved by the same function as the CLI's --target."""
+    try:
+        return targets.resolve(config.getoption("--target")).root
+    except BudgetlabError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -31,6 +31,25 @@ class Lab:
     #: The longest hard time limit the lab's tasks run under, in production seconds (Kontor's
     #: default, 900, when none is set); a check running far past it on the lab clock is stuck.
     hard_limit: int = 900
+    #: Files the learner reads but never edits, relative to the lab folder; labs/ and solutions/
+    #: hold byte-identical copies (the maintainers' test checks it).
+    readonly: tuple[str, ...] = ()
+    #: Notebooks the learner runs beside the lab, in labs/ only (solutions/ has none).
+    notebooks: tuple[str, ...] = ()
+    #: The module that plays the lab live for `budgetlab run N` (presentation only).
+    scenario: str | None = None
+    #: The module that holds the lab's story: workload, budgets, how to read an ending. The
+    #: scenario and the graders both import it.
+    story: str | None = None
+    #: The learner's page of the lab, relative to the checkout (docs/labs/labN.md).
+    page: str | None = None
+    #: The instructor's notes on the lab, relative to the checkout.
+    instructor_page: str | None = None
+    #: Recorded CLI sessions the pages include, relative to the checkout (scripts/transcripts.py writes them).
+    transcripts: tuple[str, ...] = ()
+    #: The lab's wrong fixes and alternatives, relative to the checkout: a TOML file kept with the
+    #: graders, not in labs/, because each entry says why a fix is wrong (budgetlab.variants reads it).
+    variants: str | None = None
 
     def starter_dir(self, root: Path | None = None) -> Path:
         return (root or repo_root()) / "labs" / self.slug
@@ -51,13 +70,22 @@ def load(root: Path | None = None) -> list[Lab]:
     path = metadata_file(root)
     try:
         data = tomllib.loads(path.read_text())
-        labs = [Lab(number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
-                    summary=entry["summary"], files=tuple(entry["files"]), hints=tuple(entry["hints"]),
-                    timebox=int(entry["timebox"]), hard_limit=int(entry.get("hard_limit", 900)))
-                for entry in data["lab"]]
+        labs = [_lab(entry) for entry in data["lab"]]
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BudgetlabError(f"{path} is unreadable or incomplete: {exc}") from None
     return sorted(labs, key=lambda lab: lab.number)
+
+
+def _lab(entry: dict) -> Lab:
+    unknown = set(entry) - set(Lab.__dataclass_fields__)
+    if unknown:
+        # A misspelt key would otherwise leave its field at the default without a word.
+        raise ValueError(f"lab {entry.get('number')} has unknown keys {sorted(unknown)}")
+    lists = {key: tuple(entry.get(key, ())) for key in ("readonly", "notebooks", "transcripts")}
+    return Lab(number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
+               summary=entry["summary"], files=tuple(entry["files"]), hints=tuple(entry["hints"]),
+               timebox=int(entry["timebox"]), hard_limit=int(entry.get("hard_limit", 900)), **lists,
+               **{key: entry.get(key) for key in ("scenario", "story", "page", "instructor_page", "variants")})
 
 
 def get(number: int, root: Path | None = None) -> Lab:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from budgetlab import checking, labs, progress, views
+from budgetlab import checking, labs, progress, targets, views
 from budgetlab.board import client as room_board
 
 # How long a probe file's event may take before file events count as missing (network or VM mounts).
@@ -61,18 +61,20 @@ def watch(number: int | None, poll: bool, console: Console) -> int:
         console.print(f"file events do not arrive from {folder}; polling for changes every 0.5 s instead")
         poll = True
 
+    learners = targets.learners()
+
     def check_now() -> None:
         console.clear()
         console.print(f"watching lab {lab.number} in {folder} — save a file to check again, Ctrl-C to stop")
         try:
-            outcome = checking.run(lab, "labs", on_result=lambda r: console.print(views.check_line(r)))
+            outcome = checking.grade(lab, learners, on_result=lambda r: console.print(views.check_line(r)))
         except Exception as exc:  # a broken file is shown and watched again, never a crash
             console.print(f"[red]error:[/] {exc}")
             return
         console.print(views.check_summary(outcome))
         if not outcome.could_not_grade:
             progress.record_check(lab.number, outcome.exit_code == 0, outcome.passed, len(outcome.results))
-        room_board.post_check(lab.number, outcome, "labs", lambda message: console.print(f"[yellow]warning:[/] {message}"))
+        room_board.post_check(lab.number, outcome, learners, lambda message: console.print(f"[yellow]warning:[/] {message}"))
 
     def stamps() -> dict[str, int]:
         return {name: (folder / name).stat().st_mtime_ns if (folder / name).exists() else 0 for name in lab.files}

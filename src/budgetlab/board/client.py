@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from budgetlab.board import payload
 from budgetlab.errors import BudgetlabError
 from budgetlab.paths import progress_dir
+from budgetlab.targets import Target
 
 # A room board is on the same LAN or machine and answers in milliseconds; anything
 # slower is as good as unreachable, and the learner should not wait for it.
@@ -112,12 +113,12 @@ def leave() -> str:
         else "not joined to a room board; nothing to do"
 
 
-def post_check(lab: int, outcome, target: str, warn) -> None:
+def post_check(lab: int, outcome, target: Target, warn) -> None:
     """Post one check's result to the joined board, if any; never raises, never waits long."""
     try:
         board = joined()
         # The reference solution's result says nothing about the learner.
-        if board is None or target != "labs":
+        if board is None or not target.is_learners:
             return
         _post(board, lab, outcome, warn)
     except Exception as exc:  # noqa: BLE001 - the board must never break a check

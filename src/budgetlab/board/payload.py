@@ -53,7 +53,7 @@ def one_line(text: str) -> str:
 
 def build(lab: int, results: list[dict], could_not_grade: str | None, exit_code: int,
           hints_used: int, minutes: float, learner: str, name: str) -> dict:
-    """Return the result of one `check` as the board stores it, from what `checking.run` returned."""
+    """Return the result of one `check` as the board stores it, from what `checking.grade` returned."""
     checks = [{"sentence": one_line(r.get("title", "")), "passed": r.get("outcome") == "passed",
                "symptom": "" if r.get("outcome") == "passed" else one_line(r.get("symptom", ""))}
               for r in results[:MAX_CHECKS]]

@@ -1,0 +1,54 @@
+"""Whose code a command plays or grades, resolved once at the edge: labs/, solutions/, or a folder laid out like labs/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from budgetlab.errors import BudgetlabError
+from budgetlab.paths import labs_root
+
+#: The two trees the checkout ships; anything else must be a folder.
+NAMED = ("labs", "solutions")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A tree of lab packages (lab1_inherited_limit/, ...) to run or grade."""
+
+    #: "labs" (the learner's own code), "solutions", or "folder" (e.g. a variant built in a scratch tree).
+    kind: str
+    #: The absolute path of the tree; it goes on sys.path, so its lab packages import by their slugs.
+    root: Path
+
+    @property
+    def is_learners(self) -> bool:
+        """True for labs/: only the learner's own code counts as an attempt, for progress and the room board."""
+        return self.kind == "labs"
+
+    @property
+    def argument(self) -> str:
+        """The --target value that resolves to this target again, for a subprocess."""
+        return self.kind if self.kind in NAMED else str(self.root)
+
+    def lab_dir(self, slug: str) -> Path:
+        return self.root / slug
+
+
+def resolve(value: str | Path) -> Target:
+    """Turn a --target value into a Target; anything but labs, solutions or an existing folder is a one-line error."""
+    if str(value) in NAMED:
+        return Target(str(value), labs_root() / str(value))
+    path = Path(value).expanduser().resolve()
+    if not path.is_dir():
+        raise BudgetlabError(f"target {str(value)!r} is neither 'labs', 'solutions' nor a folder")
+    # `--target labs/` or a full path to the checkout's labs/ is still the learner's own code.
+    for name in NAMED:
+        if path == (labs_root() / name).resolve():
+            return Target(name, path)
+    return Target("folder", path)
+
+
+def learners() -> Target:
+    """The learner's own tree, labs/."""
+    return resolve("labs")
