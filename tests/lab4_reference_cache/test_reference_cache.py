@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from lab4_workload import TABLE_READS
 
-from budgetlab import stack
+from budgetlab import clock, stack
 from budgetlab.grading import CouldNotGrade
 from budgetlab.rig import Rig
 
@@ -34,9 +34,10 @@ def probe_process(target_dir):
 
 
 def _probe_process(target_dir, url: str):
-    env = {name: value for name, value in os.environ.items() if name != "BUDGETLAB_LATENCY_PLAN"}
+    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
     env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
-               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe")
+               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe",
+               KONTOR_TIME_SCALE=str(clock.factor()), KONTOR_BROKER_URL=stack.redis_url(0))
     process = subprocess.Popen([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield process
