@@ -8,19 +8,15 @@ the recorded runs and the invoice snapshots taken after each of them.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import database
-from budgetlab.grading import CouldNotGrade
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab.grading import CouldNotGrade, could_not_start
+from budgetlab.rig import Rig, WorkerDidNotStart
 
 OVERDUE = "sweeps.invoices_mark_overdue"
 REMINDERS = "sweeps.reminders_send"
@@ -116,22 +112,6 @@ class Snapshot:
         return sorted(pk for pk, row in self.rows.items() if earlier.rows.get(pk) != row)
 
 
-@contextlib.contextmanager
-def using_database(name: str) -> Iterator[None]:
-    """Point Django in this process at one database for the duration of the block."""
-    from django.db import connections
-
-    connection = connections["default"]
-    connection.close()
-    previous = connection.settings_dict["NAME"]
-    connection.settings_dict["NAME"] = name
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.settings_dict["NAME"] = previous
-
-
 def wait_until(predicate: Callable[[], object], seconds: float) -> object:
     """Poll every 20 ms until predicate returns something true or the wall deadline passes."""
     deadline = time.monotonic() + seconds
@@ -154,9 +134,9 @@ class Bench:
 
     def __init__(self, target_dir: Path, workdir: Path):
         self.target_dir, self.workdir = target_dir, workdir
-        self.queue = f"check-{uuid.uuid4().hex[:8]}"
-        self.database_url = self.database_name = None
-        self.worker = self.client = self.lease = None
+        self.rig = Rig(target_dir, label="check")
+        self.queue = self.rig.queue()
+        self.worker = None
         self.due: DueInvoices | None = None
         self.slow_id: int | None = None
         self._originals: list = []
@@ -172,13 +152,14 @@ class Bench:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    @property
+    def client(self):
+        return self.rig.client
+
     def start(self) -> None:
-        from celery import Celery
         from kontor.books.models import Invoice
         from kontor.datagen import TODAY
 
-        self.database_url = database.scratch_database("check")
-        self.database_name = self.database_url.rsplit("/", 1)[1]
         with self.db():
             self.due = due_invoices()
             self._originals = list(Invoice.objects.filter(
@@ -186,41 +167,20 @@ class Bench:
             if Invoice.objects.exclude(**SEEDED).exists():
                 raise CouldNotGrade("the seeded invoices are not all open and unreminded; the checks expect them so")
             self.slow_id = Invoice.objects.filter(due_on__gte=TODAY).order_by("id").values_list("pk", flat=True)[0]
-        self.lease = RedisLease()
-        broker = self.lease.url
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        plan = self.workdir / "plan.json"
-        plan.write_text(json.dumps({**FAST_PLAN, "model": {**FAST_PLAN["model"],
-                                                           "keys": {f"invoice-{self.slow_id}": self.SLOW_CALL}}}))
-        env = Environment(target_dir=self.target_dir, database_url=self.database_url, broker_url=broker,
-                          modules=[MODULE], latency_plan=plan)
-        self.worker = WorkerTree(celery_argv([self.queue], unique_hostname("grader")), env,
-                                 self.workdir / "worker.log")
-        self.client = Celery("grader", broker=broker, backend=broker, set_as_current=False)
-        self.client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
-                                result_extended=True)
+        plan = {**FAST_PLAN, "model": {**FAST_PLAN["model"], "keys": {f"invoice-{self.slow_id}": self.SLOW_CALL}}}
         try:
-            self.worker.start()
-        except Exception as exc:
-            raise CouldNotGrade(f"the worker did not start with the {self.target_dir.name} code: {exc}") from None
+            self.worker = self.rig.start_worker([self.queue], [MODULE], latency_plan=plan,
+                                                log=self.workdir / "worker.log")
+        except WorkerDidNotStart as exc:
+            raise could_not_start(self.target_dir, exc) from None
 
     def stop(self) -> None:
-        if self.worker is not None:
-            # The runs are recorded: nothing the worker still does matters, so no warm shutdown.
-            self.worker.kill()
-        if self.client is not None:
-            self.client.close()
-        if self.lease is not None:
-            self.lease.release()
-        if self.database_name:
-            from django.db import connections
-
-            connections.close_all()
-            database.drop(self.database_name)
+        # The runs are recorded: nothing the worker still does matters, so the rig kills it at once.
+        self.rig.close()
 
     def db(self) -> contextlib.AbstractContextManager:
         """Use the bench's database from this process (to prepare data or read results)."""
-        return using_database(self.database_name)
+        return self.rig.django()
 
     def restore(self) -> None:
         """Put every invoice back as the seed made it, for the next phase of the checks."""

@@ -131,24 +131,23 @@ def play(target_dir: Path, console) -> int:
     """Play the scenario with the tree's code: one batch, its scans, its time, its cost per row."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from budgetlab import clock, database
+    from budgetlab import clock
+    from budgetlab.rig import Rig
 
     console.print(f"[bold]Lab 4 · one batch, and the category table under it[/]  ({clock.describe()})")
     console.print(f"{DOCUMENTS} documents (OCR, keyword match, prompt) and {TRANSACTIONS:,} transactions (prompt), "
                   f"in one batch process with the code in {target_dir.name}/{SLUG}/, on a fresh copy of the seeded database.")
-    url = database.scratch_database("run4")
-    try:
+    with Rig(target_dir, label="run4") as rig:
         with Progress(TextColumn("  batch"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("[cyan]category-table scans: {task.fields[scans]:,}"),
                       console=console, transient=False) as progress:
             bar = progress.add_task("batch", total=DOCUMENTS + TRANSACTIONS, scans=0)
-            figures = run_batch(target_dir, url,
-                                on_progress=lambda done, scans: progress.update(bar, completed=done, scans=scans))
-    except BatchFailed as exc:
-        console.print(f"[red]the batch stopped:[/] {exc}")
-        return 1
-    finally:
-        database.drop(url.rsplit("/", 1)[1])
+            try:
+                figures = run_batch(target_dir, rig.database_url,
+                                    on_progress=lambda done, scans: progress.update(bar, completed=done, scans=scans))
+            except BatchFailed as exc:
+                console.print(f"[red]the batch stopped:[/] {exc}")
+                return 1
     _show(figures, console)
     return 0
 
