@@ -38,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.latency import MODEL_CALL, keyed_rng
+from kontor.latency import MODEL_CALL, keyed_rng
 
 SLOW_PATTERN = ("hang", "slow_body", "hang", "rate_limit", "server_error")
 DEFAULT_MODE = {"mode": "healthy", "latency": None, "hang": 1200.0, "retry_after": 20.0,
@@ -105,6 +105,9 @@ class Handler(BaseHTTPRequestHandler):
     """One request; `server.state` holds the mode."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body leave in separate writes: with Nagle's algorithm on, the body would wait
+    # for the client's delayed ACK, 40 ms a call, which the lab clock turns into 8 production seconds.
+    disable_nagle_algorithm = True
     server: "Service"
 
     def log_message(self, format, *args) -> None:  # the service is quiet; its stats tell the story
