@@ -5,13 +5,13 @@ result in the morning. A step the model cannot answer is recorded as
 failed and the run goes on with the next one; the run ends `succeeded`
 after the loop.
 
-The task declares a 300 s soft limit. Which pool runs it decides whether
+The task declares a 180 s soft limit. Which pool runs it decides whether
 anything enforces that.
 
-Goal: the run ends within its 300 s budget in a final state, on the
+Goal: the run ends within its 180 s budget in a final state, on the
 threads pool too. When the budget runs out it ends `failed` with a
 message that says how many steps it finished, such as "timed out after 12
-of 40 steps". A failed step still costs only that step.
+of 30 steps". A failed step still costs only that step.
 """
 
 import logging
@@ -26,14 +26,14 @@ from lab6_absent_limits.model_calls import Deadline, OutOfTime, ask
 
 log = logging.getLogger(__name__)
 
-# The threads pool enforces no limit, so the run keeps its own: the 300 s budget
+# The threads pool enforces no limit, so the run keeps its own: the 180 s budget
 # less 15 s to record the ending.
-MODEL_BUDGET = 285.0
+MODEL_BUDGET = 165.0
 
 
-# Five minutes covers a month's forty open items at the model's usual pace; one more minute to wind down.
+# Three minutes covers a month's thirty open items at the model's usual pace; one more minute to wind down.
 # On the threads pool neither limit applies: MODEL_BUDGET is what holds there.
-@app.task(name="kontor.assistant.review_month", soft_time_limit=300, time_limit=360)
+@app.task(name="kontor.assistant.review_month", soft_time_limit=180, time_limit=240)
 def review_month(run_id: int) -> None:
     """Ask the model about every open item of the month and store its notes."""
     run = AgentRun.objects.get(pk=run_id)

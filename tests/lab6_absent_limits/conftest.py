@@ -60,7 +60,7 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> Afternoon:
         def settle(runs: list, sent: list[float], promise: float, tolerance: float) -> list:
             """Wait until every run is final or well past its promise; read how each ended."""
             deadline = time.monotonic() + g.to_wall(promise + tolerance) + g.SLACK
-            g.wait_until(lambda: all(g.is_final(run.pk) for run in runs), deadline)
+            g.wait_until(lambda: g.all_final(*(run.pk for run in runs)), deadline)
             return [g.read_ending(run, at) for run, at in zip(runs, sent)]
 
         review = g.create_review()
@@ -77,10 +77,10 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> Afternoon:
         during = settle(runs, ask(runs), g.PROMISE, g.TOLERANCE)
         # Every question of the spell has ended: a call the provider still holds is one nobody waits for,
         # except the review's own. Given the tolerance to let go of them, on the lab clock.
-        review_running = not g.is_final(review.pk)
-        g.wait_until(lambda: service.stats()["open"] <= int(not g.is_final(review.pk)),
+        review_running = not g.all_final(review.pk)
+        g.wait_until(lambda: service.stats()["open"] <= int(not g.all_final(review.pk)),
                      time.monotonic() + g.to_wall(g.TOLERANCE) + g.SLACK / 2)
-        held = service.stats()["open"] - int(not g.is_final(review.pk))
+        held = service.stats()["open"] - int(not g.all_final(review.pk))
 
         service.set_mode("healthy", latency=g.HEALTHY_LATENCY)
         runs = [g.create_question(n) for n in range(g.BEFORE + g.DURING, g.BEFORE + g.DURING + g.AFTER)]
@@ -88,6 +88,6 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> Afternoon:
 
         # The provider relapses for the rest of the afternoon: more than the review has left of its budget.
         service.set_mode("slow")
-        g.wait_until(lambda: g.is_final(review.pk), review_deadline)
+        g.wait_until(lambda: g.all_final(review.pk), review_deadline)
         return Afternoon(before=before, during=during, after=after, review=g.read_ending(review, review_sent),
                          held_after_spell=max(held, 0), review_running=review_running)

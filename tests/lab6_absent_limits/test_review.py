@@ -6,7 +6,7 @@ from lab6_grading import REVIEW_BUDGET, REVIEW_TOLERANCE, counts_in, late
 
 
 def test_the_review_ends_at_its_budget_with_its_count(afternoon):
-    """A review that meets a slow spell ends failed within its 300 s budget, with a message saying how many steps it finished."""
+    """A review that meets a slow spell ends failed within its 180 s budget, with a message saying how many steps it finished."""
     ending = afternoon.review
     missed = late(ending, REVIEW_BUDGET)
     assert not missed, f"{missed} (budget {REVIEW_BUDGET:g} s, tolerance {REVIEW_TOLERANCE:g} s)"
