@@ -26,12 +26,9 @@ from lab1_measure import (
     TRANSACTIONAL,
     Fleet,
     Probe,
-    scratch_database,
     start_one_after_another,
     stop_all,
 )
-
-from budgetlab import database
 
 
 @dataclass
@@ -49,10 +46,9 @@ class Probes:
 
 @pytest.fixture(scope="session")
 def probes(target_dir, tmp_path_factory):
-    url, name = scratch_database()
     logs = tmp_path_factory.mktemp("lab1")
-    deployed = Fleet(target_dir, url, logs / "deployed.log")
-    overridden = Fleet(target_dir, url, logs / "overridden.log",
+    deployed = Fleet(target_dir, logs / "deployed.log")
+    overridden = Fleet(target_dir, logs / "overridden.log",
                        {SOFT_VARIABLE: f"{OVERRIDE_SOFT:g}", HARD_VARIABLE: f"{OVERRIDE_HARD:g}"})
     found = Probes(deployed, overridden)
 
@@ -74,4 +70,3 @@ def probes(target_dir, tmp_path_factory):
         yield found
     finally:
         stop_all([deployed, overridden])
-        database.drop(name)

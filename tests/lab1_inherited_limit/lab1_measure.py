@@ -26,11 +26,9 @@ from pathlib import Path
 
 import redis
 
-from budgetlab import clock, database
-from budgetlab.errors import BudgetlabError
+from budgetlab import clock
 from budgetlab.grading import CouldNotGrade
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree
+from budgetlab.rig import Rig, WorkerDidNotStart
 
 SLUG = "lab1_inherited_limit"
 TRANSACTIONAL = ("imports", "documents", "sweeps")
@@ -46,8 +44,6 @@ OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
 # (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
 FACTOR = clock.factor() * 0.4
 PROBES_DIR = Path(__file__).resolve().parent
-# Masters of one script become ready within seconds of each other; this long without another means no more come.
-QUIET_SECONDS = 30.0
 
 SOFT_LINE = re.compile(r"Soft time limit \((?P<limit>[\d.]+)s\) exceeded for \S+\[(?P<id>[\w-]+)\]")
 
@@ -75,72 +71,39 @@ class Outcome:
         return self.ran is not None
 
 
-class _Tree(WorkerTree):
-    """The harness's worker tree for a launch script: gives up early when fewer masters than expected start.
-
-    Its log is read five times less often than the harness's: ten masters
-    compete for two cores to start, and each read is a whole file.
-    """
-
-    def wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        ready, last_change = 0, time.monotonic()
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            now_ready = len(self.ready_hostnames())
-            if now_ready >= self.expect_ready:
-                return
-            if now_ready != ready:
-                ready, last_change = now_ready, time.monotonic()
-            elif ready and time.monotonic() - last_change > QUIET_SECONDS:
-                break  # some masters are up and no other one follows: the script started fewer
-            time.sleep(0.1)
-        super().wait_ready(0)
-
-
-class _Environment(Environment):
-    """The harness environment, minus budget variables the grader's own shell may have set."""
-
-    def variables(self) -> dict[str, str]:
-        env = super().variables()
-        for name in (SOFT_VARIABLE, HARD_VARIABLE):
-            if name not in self.extra:
-                env.pop(name, None)
-        return env
-
-
 class Fleet:
-    """One run of the target's entrypoint.sh: five masters, one per queue, stopped by PID afterwards."""
+    """One run of the target's entrypoint.sh: five masters, one per queue, on a rig of its own."""
 
-    def __init__(self, target_dir: Path, database_url: str, log: Path, overrides: dict[str, str] | None = None):
-        from celery import Celery
-
-        self.target_dir = target_dir
+    def __init__(self, target_dir: Path, log: Path, overrides: dict[str, str] | None = None):
+        self.target_dir, self.log = target_dir, log
         self.overrides = dict(overrides or {})
-        self.lease = RedisLease()
-        broker_url = self.lease.url
+        # A rig each: both fleets consume the same queue names, so each needs a broker of its own.
+        self.rig = Rig(target_dir, label="lab1")
         self.name = f"check-{uuid.uuid4().hex[:6]}"
-        path = os.pathsep.join(filter(None, [str(target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
-        env = _Environment(target_dir=target_dir, database_url=database_url, broker_url=broker_url,
-                           modules=[f"{SLUG}.tasks", "lab1_probes"],
-                           extra={"PYTHON": sys.executable, "KONTOR_WORKER_NAME": self.name,
-                                  "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides})
-        self.tree = _Tree(["bash", str(target_dir / SLUG / "entrypoint.sh")], env, log, expect_ready=5,
-                               cwd=target_dir / SLUG)
-        self.client = Celery("grader", broker=broker_url, backend=broker_url, set_as_current=False)
-        self.client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
-                                result_extended=True)
-        self.notes = redis.Redis.from_url(broker_url)
+        self.tree = self.notes = None
         self.error: str | None = None
+
+    @property
+    def client(self):
+        return self.rig.client
 
     def start(self) -> None:
         """Run entrypoint.sh and wait for five "ready." lines; a failure is kept for `require`."""
+        path = os.pathsep.join(filter(None, [str(self.target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
+        # Budget variables the grader's own shell may have set are removed, unless this fleet sets them.
+        extra = {SOFT_VARIABLE: None, HARD_VARIABLE: None, "PYTHON": sys.executable, "KONTOR_WORKER_NAME": self.name,
+                 "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides}
+        self.notes = redis.Redis.from_url(self.rig.broker_url)
         try:
-            self.tree.start(timeout=90)
-        except BudgetlabError as exc:
-            ready = sorted(host.split("@")[0] for host in self.tree.ready_hostnames())
+            self.tree = self.rig.start_worker(list(QUEUES), [f"{SLUG}.tasks", "lab1_probes"], extra_env=extra,
+                                              argv=["bash", str(self.target_dir / SLUG / "entrypoint.sh")],
+                                              expect_ready=len(QUEUES), cwd=self.target_dir / SLUG, log=self.log,
+                                              timeout=90)
+        except WorkerDidNotStart as exc:
+            ready = sorted(host.split("@")[0] for host in exc.tree.ready_hostnames())
             missing = [queue for queue in QUEUES if queue not in ready]
             if ready and missing:
-                reason = f"no master for {', '.join(missing)} became ready (log: {self.tree.log})"
+                reason = f"no master for {', '.join(missing)} became ready (log: {self.log})"
             else:
                 reason = str(exc).removeprefix("the worker did not start: ")
             self.error = (f"entrypoint.sh did not start one Celery master per queue ({len(ready)} of "
@@ -187,9 +150,9 @@ class Fleet:
 
     def stop(self) -> None:
         # Nothing in a probe needs a warm shutdown: the checks have read every outcome they need.
-        self.tree.kill()
-        self.client.close()
-        self.lease.release()
+        if self.notes is not None:
+            self.notes.close()
+        self.rig.close()
 
 
 def start_one_after_another(fleets: list[Fleet], then) -> None:
@@ -274,9 +237,3 @@ class Probe:
         if done.tzinfo is None:
             done = done.replace(tzinfo=datetime.UTC)
         return (done.timestamp() - float(started)) / FACTOR
-
-
-def scratch_database() -> tuple[str, str]:
-    """A copy of the seeded database for the fleets (the probes never touch it); returns (url, name)."""
-    url = database.scratch_database("lab1")
-    return url, url.rsplit("/", 1)[1]
