@@ -15,20 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from lab1_measure import (
-    BATCH,
-    HARD_VARIABLE,
-    INTERACTIVE,
-    OVERRIDE_HARD,
-    OVERRIDE_SOFT,
-    QUEUES,
-    SOFT_VARIABLE,
-    TRANSACTIONAL,
-    Fleet,
-    Probe,
-    start_one_after_another,
-    stop_all,
-)
+from lab1_measure import OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, start_one_after_another, stop_all
+
+from budgetlab.stories.lab1 import BATCH, HARD_VARIABLE, INTERACTIVE, QUEUES, SOFT_VARIABLE, TRANSACTIONAL
 
 
 @dataclass

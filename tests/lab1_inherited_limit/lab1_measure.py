@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
-import sys
 import threading
 import time
 import uuid
@@ -27,25 +25,19 @@ from pathlib import Path
 import redis
 
 from budgetlab import clock
+from budgetlab.errors import BudgetlabError
 from budgetlab.grading import CouldNotGrade
-from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.rig import Rig
+from budgetlab.stories.lab1 import HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE, start_masters, workers
 
-SLUG = "lab1_inherited_limit"
-TRANSACTIONAL = ("imports", "documents", "sweeps")
-BATCH, INTERACTIVE = "agent-batch", "agent-interactive"
-QUEUES = (*TRANSACTIONAL, BATCH, INTERACTIVE)
 # The decorated probe's own limits (lab1_probes.decorated).
 DECORATED_SOFT, DECORATED_HARD = 200.0, 250.0
-# The variables the lab names as the contract for overriding the default budget.
-SOFT_VARIABLE, HARD_VARIABLE = "KONTOR_TASK_SOFT_TIME_LIMIT", "KONTOR_TASK_TIME_LIMIT"
 # The override check's budget: far from the defaults (600/900) and from the inherited 120.
 OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
 # The checks run the lab clock 2.5 times faster than `budgetlab run`: the longest probe
 # (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
 FACTOR = clock.factor() * 0.4
 PROBES_DIR = Path(__file__).resolve().parent
-
-SOFT_LINE = re.compile(r"Soft time limit \((?P<limit>[\d.]+)s\) exceeded for \S+\[(?P<id>[\w-]+)\]")
 
 
 def lateness_allowed(limit: float) -> float:
@@ -91,23 +83,13 @@ class Fleet:
         """Run entrypoint.sh and wait for five "ready." lines; a failure is kept for `require`."""
         path = os.pathsep.join(filter(None, [str(self.target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
         # Budget variables the grader's own shell may have set are removed, unless this fleet sets them.
-        extra = {SOFT_VARIABLE: None, HARD_VARIABLE: None, "PYTHON": sys.executable, "KONTOR_WORKER_NAME": self.name,
+        extra = {SOFT_VARIABLE: None, HARD_VARIABLE: None, "KONTOR_WORKER_NAME": self.name,
                  "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides}
         self.notes = redis.Redis.from_url(self.rig.broker_url)
         try:
-            self.tree = self.rig.start_worker(list(QUEUES), [f"{SLUG}.tasks", "lab1_probes"], extra_env=extra,
-                                              argv=["bash", str(self.target_dir / SLUG / "entrypoint.sh")],
-                                              expect_ready=len(QUEUES), cwd=self.target_dir / SLUG, log=self.log,
-                                              timeout=90)
-        except WorkerDidNotStart as exc:
-            ready = sorted(host.split("@")[0] for host in exc.tree.ready_hostnames())
-            missing = [queue for queue in QUEUES if queue not in ready]
-            if ready and missing:
-                reason = f"no master for {', '.join(missing)} became ready (log: {self.log})"
-            else:
-                reason = str(exc).removeprefix("the worker did not start: ")
-            self.error = (f"entrypoint.sh did not start one Celery master per queue ({len(ready)} of "
-                          f"{len(QUEUES)} ready: {', '.join(ready) or 'none'}); {reason}")
+            self.tree = start_masters(self.rig, [f"{SLUG}.tasks", "lab1_probes"], self.log, extra)
+        except BudgetlabError as exc:
+            self.error = str(exc)
 
     def require(self) -> None:
         if self.error:
@@ -118,35 +100,15 @@ class Fleet:
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
         return Probe(self, queue, seconds, probe_id, result)
 
-    def _host(self, queue: str) -> str | None:
-        inspect = self.client.control.inspect(timeout=3.0, limit=5)
-        return next((name for name, queues in (inspect.active_queues() or {}).items()
-                     if any(q.get("name") == queue for q in queues)), None)
-
     def settings_of(self, queue: str) -> dict:
         """Return the worker's own view of its settings for the master that consumes `queue`."""
-        host = self._host(queue)
-        if host is None:
-            return {}
-        replies = self.client.control.inspect(destination=[host], timeout=3.0, limit=1).conf() or {}
-        return replies.get(host, {})
+        worker = workers(self.client).get(queue)
+        return worker.settings if worker else {}
 
     def reported_soft_limit(self, queue: str) -> float | None:
-        """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none).
-
-        A limit bound into the task (Celery 5.7 binds the settings) shows in
-        `registered`; otherwise the pool's default from `stats` applies.
-        """
-        host = self._host(queue)
-        if host is None:
-            return None
-        inspect = self.client.control.inspect(destination=[host], timeout=3.0, limit=1)
-        for entry in (inspect.registered("soft_time_limit") or {}).get(host, []):
-            found = re.match(r"lab1probe\.plain \[soft_time_limit=([\d.]+)\]", entry)
-            if found:
-                return float(found[1]) or None
-        timeouts = ((inspect.stats() or {}).get(host, {}).get("pool", {}).get("timeouts") or [0])
-        return float(timeouts[0]) or None
+        """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none)."""
+        worker = workers(self.client).get(queue)
+        return worker.soft_limit_of("lab1probe.plain") if worker else None
 
     def stop(self) -> None:
         # Nothing in a probe needs a warm shutdown: the checks have read every outcome they need.
