@@ -9,6 +9,8 @@ import pytest
 
 from budgetlab.grading import could_not_start
 from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.stories.lab2 import (FITTING, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job, hard_deadline,
+                                    latency_plan, read_ending, wait_until)
 
 # Three children for the oversized jobs, two for the seven small ones.
 CONCURRENCY = 5
@@ -29,10 +31,6 @@ def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
     Everything is stopped and dropped before the checks look at the result,
     so the checks compare plain values and share one run of a few seconds.
     """
-    # Imported here: this file loads before the grading plugin has set Django up.
-    from lab2_grading import (FITTING, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job, hard_deadline, latency_plan,
-                              read_ending, wait_until)
-
     folder = tmp_path_factory.mktemp("lab2")
     with Rig(target_dir, label="check") as rig, rig.django():
         jobs = {spec: create_job(spec) for spec in (*OVERSIZED, *WITH_BAD_ITEMS, *FITTING)}
