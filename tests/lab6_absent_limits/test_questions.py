@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab6_grading import PROMISE, TOLERANCE, TRY_AGAIN, late
+from budgetlab.stories.lab6 import PROMISE, TOLERANCE, TRY_AGAIN, late
 
 
 def _answered(ending) -> bool:

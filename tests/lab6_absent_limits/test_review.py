@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab6_grading import REVIEW_BUDGET, REVIEW_TOLERANCE, counts_in, late
+from budgetlab.stories.lab6 import REVIEW_BUDGET, REVIEW_TOLERANCE, counts_in, late
 
 
 def test_the_review_ends_at_its_budget_with_its_count(afternoon):

@@ -1,15 +1,24 @@
-"""What lab 6's checks share: the promise, the questions and the review, and how to read how each one ended."""
+"""Lab 6's story, shared by `budgetlab run 6` and its checks: one afternoon of the assistant on the threads pool.
+
+One worker runs with the lab's own settings (pool and concurrency as the
+target chose them) against a real model service, called through the
+official openai client. The month-end review starts while the provider is
+healthy and five questions are asked; then the provider hangs and twelve
+more are asked; then it recovers and twelve more are asked; then it hangs
+again until the review has run out of budget. An Ending is how one run
+ended, read once, in production seconds.
+"""
 
 from __future__ import annotations
 
 import re
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from budgetlab import clock
-from budgetlab.workers import FAST_FLAGS
-from kontor.books.models import AgentRun, AgentStep, Company
+from budgetlab.workers import FAST_FLAGS, unique_hostname
 
 SLUG = "lab6_absent_limits"
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
@@ -77,25 +86,32 @@ class Ending:
 
     @property
     def final(self) -> bool:
-        return self.status in (AgentRun.COMPLETED, AgentRun.FAILED)
+        return self.status in ("succeeded", "failed")
 
 
-def company() -> Company:
-    return Company.objects.order_by("id").first()
+def _models():
+    # Imported when first needed: Django is set up by whoever plays the story.
+    from kontor.books import models
+
+    return models
 
 
-def create_question(number: int) -> AgentRun:
+def create_question(number: int):
     """Create a question as Kontor's web process would, before the task is sent."""
-    return AgentRun.objects.create(company=company(), goal=f"Why was invoice {1000 + number} charged twice?",
-                                   steps=list(QUESTION_STEPS))
+    m = _models()
+    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(),
+                                     goal=f"Why was invoice {1000 + number} charged twice?",
+                                     steps=list(QUESTION_STEPS))
 
 
-def create_review() -> AgentRun:
-    return AgentRun.objects.create(company=company(), goal="the month of March",
-                                   steps=[f"Explain open item {n}" for n in range(1, REVIEW_STEPS + 1)])
+def create_review():
+    m = _models()
+    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal="the month of March",
+                                     steps=[f"Explain open item {n}" for n in range(1, REVIEW_STEPS + 1)])
 
 
-def read_ending(run: AgentRun, sent_at: float) -> Ending:
+def read_ending(run, sent_at: float) -> Ending:
+    AgentRun, AgentStep = _models().AgentRun, _models().AgentStep
     run.refresh_from_db()
     seconds = waited = None
     if run.started_at is not None:
@@ -108,12 +124,12 @@ def read_ending(run: AgentRun, sent_at: float) -> Ending:
 
 
 def has_started(run_id: int) -> bool:
-    return AgentRun.objects.filter(pk=run_id, started_at__isnull=False).exists()
+    return _models().AgentRun.objects.filter(pk=run_id, started_at__isnull=False).exists()
 
 
 def all_final(*run_ids: int) -> bool:
     """Whether every one of these runs has ended (one query, however many runs)."""
-    final = AgentRun.objects.filter(pk__in=run_ids, status__in=(AgentRun.COMPLETED, AgentRun.FAILED))
+    final = _models().AgentRun.objects.filter(pk__in=run_ids, status__in=("succeeded", "failed"))
     return final.count() == len(set(run_ids))
 
 
@@ -162,3 +178,72 @@ def late(ending: Ending, promise: float) -> str | None:
         return (f"{ending.name} was still '{ending.status}' {promise + tolerance:g} s after it started "
                 f"({ending.items_done} of {ending.steps_total} steps done)")
     return f"{ending.name} ended '{ending.status}' only after {ending.seconds:.0f} s"
+
+
+@dataclass
+class Afternoon:
+    """How every run ended, and how many calls the provider still held for the worker after the spell."""
+
+    before: list = field(default_factory=list)  # Ending of each question asked while the provider was healthy
+    during: list = field(default_factory=list)  # ... while it hung
+    after: list = field(default_factory=list)  # ... once it had recovered
+    review: Ending | None = None  # the month-end review
+    held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
+    review_running: bool = False  # whether the review was still running at that moment
+
+
+def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None) -> Afternoon:
+    """Start the worker with the target's code and play the afternoon; `rig.django()` must be active.
+
+    `on_phase` hears "worker", "healthy", "slow", "recovered", "relapse" and
+    "done" as the afternoon moves on (the live view redraws on them).
+    Raises the rig's WorkerDidNotStart when the target's code does not start.
+    """
+    service.set_mode("healthy", latency=HEALTHY_LATENCY)
+    rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log,
+                     argv=worker_argv(queue, unique_hostname(rig.label)),
+                     extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
+    on_phase("worker")
+    afternoon = Afternoon()
+
+    def ask(first: int, count: int, promise: float = PROMISE, tolerance: float = TOLERANCE) -> list[Ending]:
+        runs = [create_question(n) for n in range(first, first + count)]
+        sent = []
+        for run in runs:
+            sent.append(time.time())
+            rig.client.send_task(QUESTION_TASK, args=[run.pk], queue=queue)
+        # Wait until every run is final or well past its promise, then read how each ended.
+        wait_until(lambda: all_final(*(run.pk for run in runs)),
+                   time.monotonic() + to_wall(promise + tolerance) + SLACK)
+        return [read_ending(run, at) for run, at in zip(runs, sent)]
+
+    review = create_review()
+    review_sent = time.time()
+    review_deadline = time.monotonic() + to_wall(REVIEW_BUDGET + REVIEW_TOLERANCE) + SLACK
+    rig.client.send_task(REVIEW_TASK, args=[review.pk], queue=queue)
+    # The first task a fresh worker takes pays for its start-up; no question should.
+    wait_until(lambda: has_started(review.pk), time.monotonic() + 10)
+    on_phase("healthy")
+    afternoon.before = ask(0, BEFORE)
+
+    service.set_mode("slow")
+    on_phase("slow")
+    afternoon.during = ask(BEFORE, DURING)
+    # Every question of the spell is over: a call the provider still holds is one nobody waits for,
+    # except the review's own. The worker gets the tolerance to let go of them.
+    afternoon.review_running = not all_final(review.pk)
+    wait_until(lambda: service.stats()["open"] <= int(not all_final(review.pk)),
+               time.monotonic() + to_wall(TOLERANCE) + SLACK / 2)
+    afternoon.held_after_spell = max(service.stats()["open"] - int(not all_final(review.pk)), 0)
+
+    service.set_mode("healthy", latency=HEALTHY_LATENCY)
+    on_phase("recovered")
+    afternoon.after = ask(BEFORE + DURING, AFTER)
+
+    # The provider relapses for the rest of the afternoon: more than the review has left of its budget.
+    service.set_mode("slow")
+    on_phase("relapse")
+    wait_until(lambda: all_final(review.pk), review_deadline)
+    afternoon.review = read_ending(review, review_sent)
+    on_phase("done")
+    return afternoon
