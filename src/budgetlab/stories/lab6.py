@@ -192,7 +192,8 @@ class Afternoon:
     review_running: bool = False  # whether the review was still running at that moment
 
 
-def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None) -> Afternoon:
+def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None,
+                   hostname: str | None = None) -> Afternoon:
     """Start the worker with the target's code and play the afternoon; `rig.django()` must be active.
 
     `on_phase` hears "worker", "healthy", "slow", "recovered", "relapse" and
@@ -201,7 +202,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     """
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log,
-                     argv=worker_argv(queue, unique_hostname(rig.label)),
+                     argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
                      extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
     on_phase("worker")
     afternoon = Afternoon()
