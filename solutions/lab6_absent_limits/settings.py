@@ -13,5 +13,7 @@ from kontor.celeryconfig import *  # noqa: F401,F403 - Kontor's broker, serializ
 
 # Twenty people may ask the assistant at once; a thread each is far cheaper than
 # twenty prefork children, and a thread waiting on the model uses no CPU.
-worker_pool = "threads"
+# The threads pool applies none of the tasks' time limits: the tasks keep their own
+# deadlines and the client its own timeouts (model_calls.py), so this is a choice.
+worker_pool = "threads"  # noqa: BL006 - budgets enforced in model_calls.py, not by the pool
 worker_concurrency = 20
