@@ -11,6 +11,7 @@ decides which pool runs them, and so which limits anything enforces.
 
 from kontor.celeryconfig import *  # noqa: F401,F403 - Kontor's broker, serializers and defaults
 
+# TODO: which of the tasks' limits does this pool apply?
 # Twenty people may ask the assistant at once; a thread each is far cheaper than
 # twenty prefork children, and a thread waiting on the model uses no CPU.
 worker_pool = "threads"
