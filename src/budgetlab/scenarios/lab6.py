@@ -78,6 +78,9 @@ def play(target_dir: Path, console: Console) -> int:
             declared: dict[str, str] = {}
 
             def on_phase(phase: str) -> None:
+                if sampler.phase in PHASES:
+                    held, queued = sampler.peaks.get(sampler.phase, (0, 0))
+                    console.print(f"  threads waiting on the model: up to {held}; questions queued: up to {queued}")
                 if phase == "worker":
                     _show_worker(console, rig, hostname, declared)
                     sampler.start()
