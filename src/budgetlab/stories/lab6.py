@@ -29,9 +29,9 @@ REVIEW_TASK = "kontor.assistant.review_month"
 # The product's promises, in production seconds, as the lab's docstrings state them.
 PROMISE = 45.0
 REVIEW_BUDGET = 180.0
-# How far past a promise an ending may land and still count as kept, and how long a task may
-# wait for a free thread, in production seconds: the final database write and a busy machine's
-# scheduling take real milliseconds, which the lab clock turns into production seconds.
+# How far past a promise an ending may land and still count as kept, in production seconds:
+# the final database write and a busy machine's scheduling take real milliseconds, which the
+# lab clock turns into production seconds.
 TOLERANCE = 20.0
 REVIEW_TOLERANCE = 20.0
 # Lab 6 runs on a clock at most 50 times faster than production, whatever the workshop's clock:
@@ -52,6 +52,8 @@ def to_wall(production_seconds: float) -> float:
 
 def to_production(wall_seconds: float) -> float:
     return wall_seconds / time_scale()
+
+
 # Wall seconds a check waits beyond a promise and its tolerance before it reads what happened:
 # a late ending is measured, not guessed, as long as it arrives within this.
 SLACK = 2.0
@@ -78,7 +80,7 @@ class Ending:
     steps_stored: int
     items_done: int
     seconds: float | None  # production seconds from the run's start to its final write
-    waited: float | None  # production seconds from sending the task until a thread started it
+    waited: float | None  # production seconds from sending the task until a thread started it (None: never)
 
     @property
     def name(self) -> str:
