@@ -256,7 +256,7 @@ def stack_env() -> None:
     from budgetlab import clock, stack
 
     # Kontor reads only its own variables (it never imports budgetlab): these are its seams.
-    variables = {"KONTOR_DATABASE_URL": stack.database_url(), "KONTOR_BROKER_URL": stack.redis_url(0),
+    variables = {"KONTOR_DATABASE_URL": stack.lab_database_url(), "KONTOR_BROKER_URL": stack.redis_url(0),
                  "KONTOR_TIME_SCALE": str(clock.factor()), "DJANGO_SETTINGS_MODULE": "kontor.settings"}
     for name, value in variables.items():
         typer.echo(f"export {name}={shlex.quote(value)}")
