@@ -119,7 +119,7 @@ class Rig:
         return self._client
 
     def queue(self) -> str:
-        """Return a queue name no other run or check uses (broker databases are shared by nobody, names by nobody)."""
+        """Return a fresh queue name, so that no worker of another run or check consumes from it."""
         return f"{self.label}-{uuid.uuid4().hex[:8]}"
 
     def folder(self) -> Path:
