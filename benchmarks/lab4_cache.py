@@ -35,7 +35,7 @@ def measure(target: Path):
     from budgetlab.scenarios.lab4 import run_batch
 
     with Rig(target, label="bench4") as rig:
-        return run_batch(target, rig.database_url)
+        return run_batch(rig)
 
 
 def shown(path: Path) -> str:

@@ -119,7 +119,7 @@ class Rig:
         return self._client
 
     def queue(self) -> str:
-        """Return a queue name no other run or check uses (broker databases are shared by nobody, names by nobody)."""
+        """Return a fresh queue name, so that no worker of another run or check consumes from it."""
         return f"{self.label}-{uuid.uuid4().hex[:8]}"
 
     def folder(self) -> Path:
@@ -148,6 +148,12 @@ class Rig:
         finally:
             connection.close()
             connection.settings_dict["NAME"] = previous
+
+    @contextlib.contextmanager
+    def kontor_env(self) -> Iterator[str]:
+        """Point KONTOR_DATABASE_URL in this process, and so in what it starts (a notebook kernel), at the rig's database."""
+        with _environ("KONTOR_DATABASE_URL", self.database_url):
+            yield self.database_url
 
     def environment(self, modules: list[str] | tuple[str, ...] = (), settings_module: str | None = None,
                     latency_plan: dict | None = None, extra_env: dict | None = None) -> Environment:
@@ -277,12 +283,19 @@ def configure_django(url: str) -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
     # Set only while the settings are read: a worker this process starts gets its own.
-    inherited = os.environ.get("KONTOR_DATABASE_URL")
-    os.environ["KONTOR_DATABASE_URL"] = url
-    try:
+    with _environ("KONTOR_DATABASE_URL", url):
         django.setup()
+
+
+@contextlib.contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """Set one variable of this process's environment for the block, then put back what was there."""
+    inherited = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
     finally:
         if inherited is None:
-            os.environ.pop("KONTOR_DATABASE_URL", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["KONTOR_DATABASE_URL"] = inherited
+            os.environ[name] = inherited

@@ -14,9 +14,10 @@ import psycopg
 import pytest
 from lab4_workload import TABLE_READS
 
-from budgetlab import clock, stack
+from budgetlab import stack
 from budgetlab.grading import CouldNotGrade
 from budgetlab.rig import Rig
+from budgetlab.stories.lab4 import batch_environment
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
 DOCUMENTS, TRANSACTIONS = 60, 120
@@ -30,14 +31,10 @@ def probe_process(target_dir):
     """Start the in-process probe (lab4_probe.py) at once, on a database of its own, while a worker starts."""
     stack.require()
     with Rig(target_dir, label="lab4") as rig:
-        yield from _probe_process(target_dir, rig.database_url)
+        yield from _probe_process(batch_environment(rig, "lab4-probe"))
 
 
-def _probe_process(target_dir, url: str):
-    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
-    env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
-               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe",
-               KONTOR_TIME_SCALE=str(clock.factor()), KONTOR_BROKER_URL=stack.redis_url(0))
+def _probe_process(env: dict[str, str]):
     process = subprocess.Popen([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield process

@@ -26,9 +26,9 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from budgetlab.stories.lab4 import LOOKUPS, SLUG, TABLE, batch_environment
+
 DOCUMENTS, TRANSACTIONS = 500, 2000
-SLUG = "lab4_reference_cache"
-LOOKUPS = ("category_table", "category", "category_for")
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,11 @@ class BatchFailed(Exception):
 def _table_counters(sampler) -> tuple[int, int]:
     """Return (scans, rows read) of the category table: sequential plus index scans, read in autocommit."""
     row = sampler.execute("SELECT seq_scan + coalesce(idx_scan, 0), seq_tup_read + coalesce(idx_tup_fetch, 0) "
-                          "FROM pg_stat_user_tables WHERE relname = 'books_category'").fetchone()
+                          "FROM pg_stat_user_tables WHERE relname = %s", [TABLE]).fetchone()
     return int(row[0]), int(row[1])
 
 
-def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, transactions: int = TRANSACTIONS,
+def run_batch(rig, documents: int = DOCUMENTS, transactions: int = TRANSACTIONS,
               on_progress=lambda done, scans: None) -> BatchFigures:
     """Run one batch process with the tree's lab 4 code and return its figures.
 
@@ -75,14 +75,8 @@ def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, t
     """
     import psycopg
 
-    from budgetlab import clock, stack
-
-    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
-    env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
-               KONTOR_DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="kontor.settings",
-               KONTOR_APP_NAME="lab4-batch", KONTOR_TIME_SCALE=str(clock.factor()),
-               KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
-    with psycopg.connect(database_url, autocommit=True) as sampler:
+    env = batch_environment(rig, "lab4-batch")
+    with psycopg.connect(rig.database_url, autocommit=True) as sampler:
         scans_before, read_before = _table_counters(sampler)
         proc = subprocess.Popen([sys.executable, "-m", __name__, str(documents), str(transactions)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
@@ -143,8 +137,8 @@ def play(target_dir: Path, console) -> int:
                       console=console, transient=False) as progress:
             bar = progress.add_task("batch", total=DOCUMENTS + TRANSACTIONS, scans=0)
             try:
-                figures = run_batch(target_dir, rig.database_url,
-                                    on_progress=lambda done, scans: progress.update(bar, completed=done, scans=scans))
+                figures = run_batch(rig, on_progress=lambda done, scans: progress.update(bar, completed=done,
+                                                                                          scans=scans))
             except BatchFailed as exc:
                 console.print(f"[red]the batch stopped:[/] {exc}")
                 return 1

@@ -24,16 +24,16 @@ from rich.text import Text
 
 from budgetlab.errors import BudgetlabError
 from budgetlab.rig import Rig
+from budgetlab.stories.lab5 import BURST, COUNTER, QUIET, SLUG, sampler_import_error
 
 TABLE = "books_category"
 WINDOW = 1.0
 # (scans per second, windows, connections): the two figures of Kontor's re-measurement.
-PHASES = ((990, 3, 3), (40, 3, 1))
-DELTA_RATE, DELTA_SECONDS = 990, 1.0
+PHASES = ((BURST, 3, 3), (QUIET, 3, 1))
+DELTA_RATE, DELTA_SECONDS = BURST, 1.0
 # A busy backend publishes its counters about once a second; the load asks for
 # it every 20 ms so that one-second windows show the load, not the flushes.
 FLUSH_INTERVAL = 0.02
-COUNTER = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = %s"
 
 
 def play(target_dir: Path, console: Console) -> int:
@@ -56,10 +56,9 @@ def _import_sampler(target_dir: Path):
     if str(target_dir) not in sys.path:
         sys.path.insert(0, str(target_dir))
     try:
-        return importlib.import_module("lab5_frozen_stats.sampler")
+        return importlib.import_module(f"{SLUG}.sampler")
     except Exception as exc:  # the learner's file: any error is theirs to see, in one line
-        raise BudgetlabError(f"{target_dir.name}/lab5_frozen_stats/sampler.py does not import: "
-                             f"{type(exc).__name__}: {exc}") from None
+        raise BudgetlabError(f"{target_dir.name}/{sampler_import_error(exc)}") from None
 
 
 def _counter(url: str) -> int:
