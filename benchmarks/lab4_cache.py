@@ -31,14 +31,11 @@ def tree(value: str) -> Path:
 
 
 def measure(target: Path):
-    from budgetlab import database
+    from budgetlab.rig import Rig
     from budgetlab.scenarios.lab4 import run_batch
 
-    url = database.scratch_database("bench4")
-    try:
-        return run_batch(target, url)
-    finally:
-        database.drop(url.rsplit("/", 1)[1])
+    with Rig(target, label="bench4") as rig:
+        return run_batch(rig)
 
 
 def shown(path: Path) -> str:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from celery import Celery
-
-from budgetlab import clock, database, stack
-from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab import clock, stack
+from budgetlab.rig import Rig
 
 PROBE = Path(__file__).resolve().parents[1] / "tests" / "foundation" / "probe"
 ROUNDS = 10
@@ -25,25 +22,20 @@ ROUNDS = 10
 
 def main() -> int:
     stack.require()
-    url = database.scratch_database("bench")
-    broker = stack.redis_url(15)
-    queue = f"bench-{uuid.uuid4().hex[:6]}"
     soft_errors, hard_errors = [], []
-    with tempfile.TemporaryDirectory() as scratch:
-        env = Environment(target_dir=PROBE, database_url=url, broker_url=broker, modules=["clock_probe"])
-        with WorkerTree(celery_argv([queue], unique_hostname("bench"), 1), env, Path(scratch) / "w.log"):
-            app = Celery("bench", broker=broker, backend=broker, set_as_current=False)
-            for _ in range(ROUNDS):
-                soft = app.send_task("probe.linger", args=[5000, False], queue=queue).get(timeout=30)["soft_at_wall"]
-                soft_errors.append((soft - clock.to_wall(600)) * 1000)
-                report = Path(scratch) / f"hard-{uuid.uuid4().hex}"
-                app.send_task("probe.linger", args=[5000, True, str(report)], queue=queue).get(timeout=30, propagate=False)
-                deadline = time.monotonic() + 5
-                while not (report.exists() and report.read_text()) and time.monotonic() < deadline:
-                    time.sleep(0.01)  # the child writes it between SIGTERM and SIGKILL
-                hard_errors.append((float(report.read_text()) - clock.to_wall(900)) * 1000)
-            app.close()
-    database.drop(url.rsplit("/", 1)[1])
+    with Rig(PROBE, label="bench") as rig:
+        queue = rig.queue()
+        rig.start_worker([queue], ["clock_probe"])
+        for _ in range(ROUNDS):
+            soft = rig.client.send_task("probe.linger", args=[5000, False], queue=queue).get(timeout=30)
+            soft_errors.append((soft["soft_at_wall"] - clock.to_wall(600)) * 1000)
+            report = rig.folder() / f"hard-{uuid.uuid4().hex}"
+            rig.client.send_task("probe.linger", args=[5000, True, str(report)], queue=queue).get(
+                timeout=30, propagate=False)
+            deadline = time.monotonic() + 5
+            while not (report.exists() and report.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the child writes it between SIGTERM and SIGKILL
+            hard_errors.append((float(report.read_text()) - clock.to_wall(900)) * 1000)
     print(clock.describe())
     for name, errors in (("soft limit (inside the task)", soft_errors), ("hard limit (SIGTERM in the task)", hard_errors)):
         print(f"{name:32} error ms: median {statistics.median(errors):6.1f}  max {max(errors):6.1f}  "

@@ -26,11 +26,11 @@ def render(source: Path, target: Path) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
-    from budgetlab import database
+    from budgetlab.rig import Rig
 
     notebook = nbformat.read(source, as_version=4)
-    # The kernel inherits Kontor's database from this process: a scratch copy, dropped after.
-    with database.kontor_pointed_at_scratch("notebook"):
+    # The kernel inherits Kontor's database from this process: the rig's scratch copy, dropped after.
+    with Rig(source.parent, label="notebook") as rig, rig.kontor_env():
         NotebookClient(notebook, timeout=180, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": str(source.parent)}}).execute()
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,10 @@ factor. BUDGETLAB_CLOCK=1 runs in real time.
 
 from __future__ import annotations
 
-import os
 import time
 
 from budgetlab.errors import BudgetlabError
+from kontor import timescale
 
 # 200x faster than production: a 600 s soft limit fires after 3 wall seconds.
 DEFAULT_FACTOR = 0.005
@@ -19,16 +19,11 @@ DEFAULT_FACTOR = 0.005
 
 def factor() -> float:
     """Return the wall seconds one production second takes (0 < factor <= 1)."""
-    raw = os.environ.get("BUDGETLAB_CLOCK", "")
-    if not raw:
-        return DEFAULT_FACTOR
     try:
-        value = float(raw)
-    except ValueError:
-        raise BudgetlabError(f"BUDGETLAB_CLOCK={raw!r} is not a number; use e.g. 0.005, or 1 for real time") from None
-    if not 0 < value <= 1:
-        raise BudgetlabError(f"BUDGETLAB_CLOCK={raw!r} must be above 0 and at most 1 (1 is real time)")
-    return value
+        # Read like Kontor reads its own time scale; the workshop passes this one on to it.
+        return timescale.read("BUDGETLAB_CLOCK", DEFAULT_FACTOR)
+    except ValueError as exc:
+        raise BudgetlabError(str(exc)) from None
 
 
 def to_wall(production_seconds: float | None) -> float | None:

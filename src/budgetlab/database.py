@@ -16,7 +16,6 @@ can be found and dropped later.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import socket
@@ -238,22 +237,6 @@ def copy_template(name: str) -> str:
 def scratch_database(label: str) -> str:
     """Create a uniquely named copy of the template for one check; return its URL."""
     return copy_template(f"{stack.database_name()}_{label}_{uuid.uuid4().hex[:8]}")
-
-
-@contextlib.contextmanager
-def kontor_pointed_at_scratch(label: str):
-    """Point KONTOR_DATABASE_URL in this process (and what it starts) at a scratch copy; drop it after."""
-    url = scratch_database(label)
-    previous = os.environ.get("KONTOR_DATABASE_URL")
-    os.environ["KONTOR_DATABASE_URL"] = url
-    try:
-        yield url
-    finally:
-        if previous is None:
-            os.environ.pop("KONTOR_DATABASE_URL", None)
-        else:
-            os.environ["KONTOR_DATABASE_URL"] = previous
-        drop(url.rsplit("/", 1)[1])
 
 
 def drop(name: str) -> None:

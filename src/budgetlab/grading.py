@@ -8,7 +8,6 @@ for `budgetlab check`, which prints the symptom, never the grader's code.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -17,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab import checkreport, clock, database, labs, stack, targets
+from budgetlab import checkreport, clock, labs, stack, targets
 from budgetlab.errors import BudgetlabError
 from budgetlab.paths import display_path
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab.rig import Rig, WorkerDidNotStart, configure_django
+from budgetlab.workers import WorkerTree
 
 
 class CouldNotGrade(Exception):
@@ -66,125 +65,89 @@ def target_dir(pytestconfig: pytest.Config) -> Path:
     return target_root(pytestconfig)
 
 
-# One suffix per grader process: its own database, copied from the template when first used.
+# One suffix per grader process: a database name no check ever connects to (see _setup_django).
 _SESSION_SUFFIX = uuid.uuid4().hex[:8]
 
 
 def _setup_django() -> None:
     """Configure Django before collection, so graders may import models at module level.
 
-    Nothing connects yet: the session database named here is created by the
-    `django_ready` fixture, only in sessions that use the database.
+    Nothing connects yet: the database named here never exists; the
+    `django_ready` fixture points Django at a session database of its own,
+    only in sessions that use the database.
     """
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
     try:
-        url = stack.database_url(_session_name())
+        url = stack.database_url(f"{stack.database_name()}_session_{_SESSION_SUFFIX}")
     except Exception:  # stack down: tests that need Django fail with the stack's own message
         return
-    import django
-
-    # Set only while the settings are read: a check or worker this process
-    # starts must never inherit this session's database.
-    inherited = os.environ.get("KONTOR_DATABASE_URL")
-    os.environ["KONTOR_DATABASE_URL"] = url
-    try:
-        django.setup()
-    finally:
-        if inherited is None:
-            os.environ.pop("KONTOR_DATABASE_URL", None)
-        else:
-            os.environ["KONTOR_DATABASE_URL"] = inherited
-
-
-def _session_name() -> str:
-    return f"{stack.database_name()}_session_{_SESSION_SUFFIX}"
+    configure_django(url)
 
 
 @pytest.fixture(scope="session")
-def django_ready():
+def django_ready(target_dir):
     """The grader process's own database (a copy of the seeded template), dropped at the end."""
     stack.require()
-    from django.db import connections
-
-    name = connections["default"].settings_dict["NAME"]
-    database.copy_template(name)
-    yield name
-    from django.db import connections
-
-    connections.close_all()
-    database.drop(name)
+    with Rig(target_dir, label="session") as session, session.django():
+        yield session.database_name
 
 
 @pytest.fixture
-def kontor_db(django_ready) -> str:
+def rig(target_dir, tmp_path):
+    """The check's Rig: its database, Redis database, client and workers, all made on first use."""
+    with Rig(target_dir, label="check") as session:
+        yield session
+
+
+@pytest.fixture
+def kontor_db(django_ready, rig) -> str:
     """A fresh copy of the seeded database for one check; Django in this process points at it."""
-    from django.db import connections
-
-    url = database.scratch_database("check")
-    name = url.rsplit("/", 1)[1]
-    connection = connections["default"]
-    connection.close()
-    previous = connection.settings_dict["NAME"]
-    connection.settings_dict["NAME"] = name
-    yield url
-    connection.close()
-    connection.settings_dict["NAME"] = previous
-    database.drop(name)
+    with rig.django() as url:
+        yield url
 
 
 @pytest.fixture
-def broker_url():
+def broker_url(rig) -> str:
     """A Redis database of its own for one check, emptied before use and leased until the check ends."""
-    with RedisLease() as lease:
-        yield lease.url
+    return rig.broker_url
 
 
 @pytest.fixture
-def celery_client(broker_url):
+def celery_client(rig):
     """A Celery app that sends tasks by name and reads their results, like Kontor's web process."""
-    from celery import Celery
-
-    app = Celery("grader", broker=broker_url, backend=broker_url, set_as_current=False)
-    app.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
-                    result_extended=True)
-    yield app
-    app.close()
+    return rig.client
 
 
 @pytest.fixture
-def queue_name() -> str:
+def queue_name(rig) -> str:
     """A queue name no other check uses."""
-    return f"check-{uuid.uuid4().hex[:8]}"
+    return rig.queue()
 
 
 @pytest.fixture
-def start_worker(target_dir, kontor_db, broker_url, tmp_path):
-    """Start real workers with the target's code; every one is stopped by PID afterwards."""
+def start_worker(target_dir, kontor_db, broker_url, rig, tmp_path):
+    """Start real workers with the target's code; the rig stops every one by PID afterwards."""
     started: list[WorkerTree] = []
 
     def start(queues: list[str], modules: list[str], concurrency: int = 1, extra_args: list[str] | None = None,
               settings_module: str | None = None, latency_plan: dict | None = None,
               argv: list[str] | None = None, expect_ready: int = 1, extra_env: dict | None = None,
               cwd: Path | None = None) -> WorkerTree:
-        plan_path = None
-        if latency_plan is not None:
-            plan_path = tmp_path / f"plan-{len(started)}.json"
-            plan_path.write_text(json.dumps(latency_plan))
-        env = Environment(target_dir=target_dir, database_url=kontor_db, broker_url=broker_url, modules=modules,
-                          settings_module=settings_module, latency_plan=plan_path, extra=extra_env or {})
-        command = argv or celery_argv(queues, unique_hostname("grader"), concurrency, extra_args)
-        tree = WorkerTree(command, env, tmp_path / f"worker-{len(started)}.log", expect_ready=expect_ready, cwd=cwd)
-        started.append(tree)
         try:
-            tree.start()
-        except Exception as exc:
-            raise CouldNotGrade(f"the worker did not start with the {target_dir.name} code: {exc}") from None
+            tree = rig.start_worker(queues, modules, concurrency, extra_args=extra_args,
+                                    settings_module=settings_module, latency_plan=latency_plan, extra_env=extra_env,
+                                    argv=argv, expect_ready=expect_ready, cwd=cwd,
+                                    log=tmp_path / f"worker-{len(started)}.log")
+        except WorkerDidNotStart as exc:
+            raise could_not_start(target_dir, exc) from None
+        started.append(tree)
         return tree
 
-    yield start
-    # The check has its verdict: nothing a worker still runs matters, so no warm shutdown.
-    for tree in started:
-        tree.kill()
+    return start
+
+
+def could_not_start(target_dir: Path, exc: Exception) -> CouldNotGrade:
+    """Say that a worker did not start with the graded code (the learner's module may not import)."""
+    return CouldNotGrade(f"the worker did not start with the {target_dir.name} code: {exc}")
 
 
 def _symptom(report: pytest.TestReport) -> str:

@@ -53,3 +53,14 @@ def display_path(path: Path) -> str:
         return str(Path(path).relative_to(repo_root()))
     except ValueError:
         return str(path)
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write `data` as JSON to `path` atomically: a crash leaves the old file or the new one, never half of one."""
+    import json
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".json")
+    with os.fdopen(fd, "w") as out:
+        json.dump(data, out, indent=2, sort_keys=True)
+    os.replace(tmp, path)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
-from budgetlab.paths import progress_dir
+from budgetlab.paths import progress_dir, write_json
 
 VERSION = 1
 
@@ -39,11 +38,7 @@ def load(warn=lambda message: None) -> dict:
 
 
 def save(data: dict) -> None:
-    path = progress_file()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".progress.", suffix=".json")
-    with os.fdopen(fd, "w") as out:
-        json.dump(data, out, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    write_json(progress_file(), data)
 
 
 def lab_entry(data: dict, number: int) -> dict:

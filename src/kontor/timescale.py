@@ -14,15 +14,23 @@ import time
 
 def factor() -> float:
     """Return the wall seconds one production second takes (0 < factor <= 1)."""
-    raw = os.environ.get("KONTOR_TIME_SCALE", "")
+    return read("KONTOR_TIME_SCALE", 1.0)
+
+
+def read(variable: str, default: float) -> float:
+    """Return the time scale an environment variable sets, or `default` when it is unset.
+
+    A value that is not a number above 0 and at most 1 raises ValueError, naming the variable.
+    """
+    raw = os.environ.get(variable, "")
     if not raw:
-        return 1.0
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"KONTOR_TIME_SCALE={raw!r} is not a number; use e.g. 0.005, or 1 for real time") from None
+        raise ValueError(f"{variable}={raw!r} is not a number; use e.g. 0.005, or 1 for real time") from None
     if not 0 < value <= 1:
-        raise ValueError(f"KONTOR_TIME_SCALE={raw!r} must be above 0 and at most 1 (1 is real time)")
+        raise ValueError(f"{variable}={raw!r} must be above 0 and at most 1 (1 is real time)")
     return value
 
 

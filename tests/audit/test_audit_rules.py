@@ -27,6 +27,8 @@ EXPECTED = {
     "bad/lab4/prompts.py": [(7, "BL004"), (13, "BL004")],
     "bad/lab4/tasks.py": [(23, "BL004")],
     "bad/lab5/stats.py": [(22, "BL005"), (31, "BL005"), (40, "BL005")],
+    "bad/lab6/celeryconfig.py": [(6, "BL006")],
+    "bad/lab6/worker.sh": [(3, "BL006")],
     # Tasks declared through a function and a class that wrap shared_task, and
     # through a decorator named in the fixtures' task-decorators setting.
     "bad/classes/own_decorators.py": [(29, "BL003"), (35, "BL003"), (41, "BL003")],
@@ -47,6 +49,7 @@ POINTS_AT = {
     "BL003": ("for ",),
     "BL004": ("Category", "models.Category"),
     "BL005": ("cursor.execute", "read_scans"),
+    "BL006": ("worker_pool", "-P"),
 }
 
 # A task whose loop swallows its soft limit: one BL002 wherever it is audited.

@@ -10,7 +10,7 @@ from docs_support import DOCS, SCREENSHOTS
 
 pytestmark = pytest.mark.browser
 
-LAB_PAGES = [f"labs/lab{number}/" for number in range(1, 6)]
+LAB_PAGES = [f"labs/lab{number}/" for number in range(1, 7)]
 # The pages that draw Mermaid diagrams, with how many each one draws.
 DIAGRAM_PAGES = {
     "": 1,
@@ -34,7 +34,7 @@ def assert_clean(probe, path):
     assert not probe.external_requests, f"/{path} tried to reach the internet: {probe.external_requests}"
 
 
-@pytest.mark.parametrize("path", ["", *LAB_PAGES], ids=["home", *[f"lab{n}" for n in range(1, 6)]])
+@pytest.mark.parametrize("path", ["", *LAB_PAGES], ids=["home", *[f"lab{n}" for n in range(1, 7)]])
 def test_page_loads_without_console_errors(probe, site_url, path):
     """The home page and every lab page load with no console error and no request leaving localhost."""
     page = open_page(probe, site_url, path)

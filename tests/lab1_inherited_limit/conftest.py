@@ -15,23 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from lab1_measure import (
-    BATCH,
-    HARD_VARIABLE,
-    INTERACTIVE,
-    OVERRIDE_HARD,
-    OVERRIDE_SOFT,
-    QUEUES,
-    SOFT_VARIABLE,
-    TRANSACTIONAL,
-    Fleet,
-    Probe,
-    scratch_database,
-    start_one_after_another,
-    stop_all,
-)
+from lab1_measure import OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, start_one_after_another, stop_all
 
-from budgetlab import database
+from budgetlab.stories.lab1 import BATCH, HARD_VARIABLE, INTERACTIVE, QUEUES, SOFT_VARIABLE, TRANSACTIONAL
 
 
 @dataclass
@@ -49,10 +35,9 @@ class Probes:
 
 @pytest.fixture(scope="session")
 def probes(target_dir, tmp_path_factory):
-    url, name = scratch_database()
     logs = tmp_path_factory.mktemp("lab1")
-    deployed = Fleet(target_dir, url, logs / "deployed.log")
-    overridden = Fleet(target_dir, url, logs / "overridden.log",
+    deployed = Fleet(target_dir, logs / "deployed.log")
+    overridden = Fleet(target_dir, logs / "overridden.log",
                        {SOFT_VARIABLE: f"{OVERRIDE_SOFT:g}", HARD_VARIABLE: f"{OVERRIDE_HARD:g}"})
     found = Probes(deployed, overridden)
 
@@ -74,4 +59,3 @@ def probes(target_dir, tmp_path_factory):
         yield found
     finally:
         stop_all([deployed, overridden])
-        database.drop(name)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
-import sys
 import threading
 import time
 import uuid
@@ -26,30 +24,20 @@ from pathlib import Path
 
 import redis
 
-from budgetlab import clock, database
+from budgetlab import clock
 from budgetlab.errors import BudgetlabError
 from budgetlab.grading import CouldNotGrade
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree
+from budgetlab.rig import Rig
+from budgetlab.stories.lab1 import HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE, start_masters, workers
 
-SLUG = "lab1_inherited_limit"
-TRANSACTIONAL = ("imports", "documents", "sweeps")
-BATCH, INTERACTIVE = "agent-batch", "agent-interactive"
-QUEUES = (*TRANSACTIONAL, BATCH, INTERACTIVE)
 # The decorated probe's own limits (lab1_probes.decorated).
 DECORATED_SOFT, DECORATED_HARD = 200.0, 250.0
-# The variables the lab names as the contract for overriding the default budget.
-SOFT_VARIABLE, HARD_VARIABLE = "KONTOR_TASK_SOFT_TIME_LIMIT", "KONTOR_TASK_TIME_LIMIT"
 # The override check's budget: far from the defaults (600/900) and from the inherited 120.
 OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
 # The checks run the lab clock 2.5 times faster than `budgetlab run`: the longest probe
 # (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
 FACTOR = clock.factor() * 0.4
 PROBES_DIR = Path(__file__).resolve().parent
-# Masters of one script become ready within seconds of each other; this long without another means no more come.
-QUIET_SECONDS = 30.0
-
-SOFT_LINE = re.compile(r"Soft time limit \((?P<limit>[\d.]+)s\) exceeded for \S+\[(?P<id>[\w-]+)\]")
 
 
 def lateness_allowed(limit: float) -> float:
@@ -75,76 +63,33 @@ class Outcome:
         return self.ran is not None
 
 
-class _Tree(WorkerTree):
-    """The harness's worker tree for a launch script: gives up early when fewer masters than expected start.
-
-    Its log is read five times less often than the harness's: ten masters
-    compete for two cores to start, and each read is a whole file.
-    """
-
-    def wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        ready, last_change = 0, time.monotonic()
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            now_ready = len(self.ready_hostnames())
-            if now_ready >= self.expect_ready:
-                return
-            if now_ready != ready:
-                ready, last_change = now_ready, time.monotonic()
-            elif ready and time.monotonic() - last_change > QUIET_SECONDS:
-                break  # some masters are up and no other one follows: the script started fewer
-            time.sleep(0.1)
-        super().wait_ready(0)
-
-
-class _Environment(Environment):
-    """The harness environment, minus budget variables the grader's own shell may have set."""
-
-    def variables(self) -> dict[str, str]:
-        env = super().variables()
-        for name in (SOFT_VARIABLE, HARD_VARIABLE):
-            if name not in self.extra:
-                env.pop(name, None)
-        return env
-
-
 class Fleet:
-    """One run of the target's entrypoint.sh: five masters, one per queue, stopped by PID afterwards."""
+    """One run of the target's entrypoint.sh: five masters, one per queue, on a rig of its own."""
 
-    def __init__(self, target_dir: Path, database_url: str, log: Path, overrides: dict[str, str] | None = None):
-        from celery import Celery
-
-        self.target_dir = target_dir
+    def __init__(self, target_dir: Path, log: Path, overrides: dict[str, str] | None = None):
+        self.target_dir, self.log = target_dir, log
         self.overrides = dict(overrides or {})
-        self.lease = RedisLease()
-        broker_url = self.lease.url
+        # A rig each: both fleets consume the same queue names, so each needs a broker of its own.
+        self.rig = Rig(target_dir, label="lab1")
         self.name = f"check-{uuid.uuid4().hex[:6]}"
-        path = os.pathsep.join(filter(None, [str(target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
-        env = _Environment(target_dir=target_dir, database_url=database_url, broker_url=broker_url,
-                           modules=[f"{SLUG}.tasks", "lab1_probes"],
-                           extra={"PYTHON": sys.executable, "KONTOR_WORKER_NAME": self.name,
-                                  "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides})
-        self.tree = _Tree(["bash", str(target_dir / SLUG / "entrypoint.sh")], env, log, expect_ready=5,
-                               cwd=target_dir / SLUG)
-        self.client = Celery("grader", broker=broker_url, backend=broker_url, set_as_current=False)
-        self.client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
-                                result_extended=True)
-        self.notes = redis.Redis.from_url(broker_url)
+        self.tree = self.notes = None
         self.error: str | None = None
+
+    @property
+    def client(self):
+        return self.rig.client
 
     def start(self) -> None:
         """Run entrypoint.sh and wait for five "ready." lines; a failure is kept for `require`."""
+        path = os.pathsep.join(filter(None, [str(self.target_dir), str(PROBES_DIR), os.environ.get("PYTHONPATH")]))
+        # Budget variables the grader's own shell may have set are removed, unless this fleet sets them.
+        extra = {SOFT_VARIABLE: None, HARD_VARIABLE: None, "KONTOR_WORKER_NAME": self.name,
+                 "BUDGETLAB_CLOCK": repr(FACTOR), "PYTHONPATH": path, **self.overrides}
+        self.notes = redis.Redis.from_url(self.rig.broker_url)
         try:
-            self.tree.start(timeout=90)
+            self.tree = start_masters(self.rig, [f"{SLUG}.tasks", "lab1_probes"], self.log, extra)
         except BudgetlabError as exc:
-            ready = sorted(host.split("@")[0] for host in self.tree.ready_hostnames())
-            missing = [queue for queue in QUEUES if queue not in ready]
-            if ready and missing:
-                reason = f"no master for {', '.join(missing)} became ready (log: {self.tree.log})"
-            else:
-                reason = str(exc).removeprefix("the worker did not start: ")
-            self.error = (f"entrypoint.sh did not start one Celery master per queue ({len(ready)} of "
-                          f"{len(QUEUES)} ready: {', '.join(ready) or 'none'}); {reason}")
+            self.error = str(exc)
 
     def require(self) -> None:
         if self.error:
@@ -155,41 +100,21 @@ class Fleet:
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
         return Probe(self, queue, seconds, probe_id, result)
 
-    def _host(self, queue: str) -> str | None:
-        inspect = self.client.control.inspect(timeout=3.0, limit=5)
-        return next((name for name, queues in (inspect.active_queues() or {}).items()
-                     if any(q.get("name") == queue for q in queues)), None)
-
     def settings_of(self, queue: str) -> dict:
         """Return the worker's own view of its settings for the master that consumes `queue`."""
-        host = self._host(queue)
-        if host is None:
-            return {}
-        replies = self.client.control.inspect(destination=[host], timeout=3.0, limit=1).conf() or {}
-        return replies.get(host, {})
+        worker = workers(self.client).get(queue)
+        return worker.settings if worker else {}
 
     def reported_soft_limit(self, queue: str) -> float | None:
-        """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none).
-
-        A limit bound into the task (Celery 5.7 binds the settings) shows in
-        `registered`; otherwise the pool's default from `stats` applies.
-        """
-        host = self._host(queue)
-        if host is None:
-            return None
-        inspect = self.client.control.inspect(destination=[host], timeout=3.0, limit=1)
-        for entry in (inspect.registered("soft_time_limit") or {}).get(host, []):
-            found = re.match(r"lab1probe\.plain \[soft_time_limit=([\d.]+)\]", entry)
-            if found:
-                return float(found[1]) or None
-        timeouts = ((inspect.stats() or {}).get(host, {}).get("pool", {}).get("timeouts") or [0])
-        return float(timeouts[0]) or None
+        """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none)."""
+        worker = workers(self.client).get(queue)
+        return worker.soft_limit_of("lab1probe.plain") if worker else None
 
     def stop(self) -> None:
         # Nothing in a probe needs a warm shutdown: the checks have read every outcome they need.
-        self.tree.kill()
-        self.client.close()
-        self.lease.release()
+        if self.notes is not None:
+            self.notes.close()
+        self.rig.close()
 
 
 def start_one_after_another(fleets: list[Fleet], then) -> None:
@@ -274,9 +199,3 @@ class Probe:
         if done.tzinfo is None:
             done = done.replace(tzinfo=datetime.UTC)
         return (done.timestamp() - float(started)) / FACTOR
-
-
-def scratch_database() -> tuple[str, str]:
-    """A copy of the seeded database for the fleets (the probes never touch it); returns (url, name)."""
-    url = database.scratch_database("lab1")
-    return url, url.rsplit("/", 1)[1]

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from lab1_measure import (
-    BATCH,
-    DECORATED_HARD,
-    DECORATED_SOFT,
-    HARD_VARIABLE,
-    INTERACTIVE,
-    OVERRIDE_HARD,
-    OVERRIDE_SOFT,
-    QUEUES,
-    SOFT_VARIABLE,
-    TRANSACTIONAL,
-    Fleet,
-    Outcome,
-    lateness_allowed,
-)
+from lab1_measure import DECORATED_HARD, DECORATED_SOFT, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Outcome, lateness_allowed
 
-DEFAULT_SOFT, DEFAULT_HARD = 600.0, 900.0
-BATCH_AT_LEAST, INTERACTIVE_AT_MOST = 1800.0, 60.0
+from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, INTERACTIVE,
+                                    INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL)
+
 # A pool arms its timers when it hands the task to the child, a few wall milliseconds before the task runs.
 EARLY = 20.0
 

@@ -6,7 +6,7 @@ import importlib
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from lab2_grading import BAD_ROWS, CUT, IMPORT, OVERSIZED, counts_in
+from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, OVERSIZED, counts_in
 
 
 def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab2_grading import FITTING, WITH_BAD_ITEMS
+from budgetlab.stories.lab2 import FITTING, WITH_BAD_ITEMS
 
 
 def _not_completed(ending) -> str:

@@ -1,145 +1,25 @@
-"""What lab 3's checks share: a real worker on a copy of Kontor's data, sweeps sent by name, each run's log records.
+"""What lab 3's checks share: a real worker on a copy of Kontor's data, the story's sweeps sent to it, each run recorded.
 
 A bench is shared by the checks of one module, so that one worker start
 and one pair of nightly runs serve several checks; the checks then read
 the recorded runs and the invoice snapshots taken after each of them.
+What a run, a record and a poisoned invoice are is lab 3's story
+(budgetlab.stories.lab3); the bench only stages the phases.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
-import re
-import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import database
-from budgetlab.grading import CouldNotGrade
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab.grading import CouldNotGrade, could_not_start
+from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.stories.lab3 import (MODULE, OVERDUE, REMINDERS, SEEDED, DueInvoices, Run, Snapshot, due_invoices,
+                                    snapshot, sweep)
 
-OVERDUE = "sweeps.invoices_mark_overdue"
-REMINDERS = "sweeps.reminders_send"
-SWEEP_NAMES = {OVERDUE: "overdue sweep", REMINDERS: "reminder sweep"}
-MODULE = "lab3_poisoned_queryset.sweeps"
+__all__ = ["OVERDUE", "REMINDERS", "Bench", "DueInvoices", "Run", "Snapshot"]
 # Model calls pinned short: these checks are about rows, not latency (312 notices in about a second).
 FAST_PLAN = {"seed": 7, "model": {"default": 0.02}}
-# What every seeded invoice looks like before a sweep touched it.
-SEEDED = {"status": "open", "amount_eur": None, "reminder_level": 0, "reminder_fee": 0}
-
-RECORD_START = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): (?P<level>[A-Z]+)/(?P<process>[^\]]+)\] "
-                          r"(?P<message>.*)$")
-SUMMARY = re.compile(r"\bprocessed=(\d+),?\s+failed=(\d+)\b")
-
-
-@dataclass
-class Record:
-    """One log record of the worker, as its log file shows it."""
-
-    level: str
-    process: str
-    message: str
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def levelno(self) -> int:
-        number = logging.getLevelName(self.level)
-        return number if isinstance(number, int) else logging.INFO
-
-    @property
-    def has_traceback(self) -> bool:
-        return any(line.startswith("Traceback (most recent call last)") for line in self.lines)
-
-    def names(self, number: int) -> bool:
-        """Whether the first line of the message mentions this number as a number of its own."""
-        return re.search(rf"(?<![\w.]){number}(?![\w.])", self.message) is not None
-
-
-def parse(text: str) -> list[Record]:
-    """Split a worker log into records; lines without the record prefix belong to the record above."""
-    records: list[Record] = []
-    for line in text.splitlines():
-        match = RECORD_START.match(line)
-        if match:
-            records.append(Record(match["level"], match["process"], match["message"]))
-        elif records:
-            records[-1].lines.append(line)
-    return records
-
-
-@dataclass
-class Run:
-    """One sweep sent by name and what came of it."""
-
-    task: str
-    state: str
-    error: str
-    records: list[Record]
-
-    @property
-    def name(self) -> str:
-        return SWEEP_NAMES.get(self.task, self.task)
-
-    def ending(self) -> str:
-        """Say how the run ended, in a few words for a check's message."""
-        if self.state == "SUCCESS":
-            return "the run succeeded"
-        return f"the run ended {self.state} with {self.error}" if self.error else f"the run ended {self.state}"
-
-    def summaries(self) -> list[tuple[Record, int, int]]:
-        """Return every record of this run that carries `processed=N failed=M`, with N and M."""
-        found = []
-        for record in self.records:
-            match = SUMMARY.search(record.message)
-            if match:
-                found.append((record, int(match[1]), int(match[2])))
-        return found
-
-
-@dataclass
-class Snapshot:
-    """The invoice columns the sweeps change, by invoice id."""
-
-    rows: dict[int, tuple]
-
-    def status(self, pk: int) -> str:
-        return self.rows[pk][0]
-
-    def reminder(self, pk: int) -> tuple:
-        return self.rows[pk][2], self.rows[pk][3]
-
-    def changed_since(self, earlier: "Snapshot") -> list[int]:
-        return sorted(pk for pk, row in self.rows.items() if earlier.rows.get(pk) != row)
-
-
-@contextlib.contextmanager
-def using_database(name: str) -> Iterator[None]:
-    """Point Django in this process at one database for the duration of the block."""
-    from django.db import connections
-
-    connection = connections["default"]
-    connection.close()
-    previous = connection.settings_dict["NAME"]
-    connection.settings_dict["NAME"] = name
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.settings_dict["NAME"] = previous
-
-
-def wait_until(predicate: Callable[[], object], seconds: float) -> object:
-    """Poll every 20 ms until predicate returns something true or the wall deadline passes."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(0.02)
 
 
 class Bench:
@@ -154,9 +34,9 @@ class Bench:
 
     def __init__(self, target_dir: Path, workdir: Path):
         self.target_dir, self.workdir = target_dir, workdir
-        self.queue = f"check-{uuid.uuid4().hex[:8]}"
-        self.database_url = self.database_name = None
-        self.worker = self.client = self.lease = None
+        self.rig = Rig(target_dir, label="check")
+        self.queue = self.rig.queue()
+        self.worker = None
         self.due: DueInvoices | None = None
         self.slow_id: int | None = None
         self._originals: list = []
@@ -172,13 +52,14 @@ class Bench:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    @property
+    def client(self):
+        return self.rig.client
+
     def start(self) -> None:
-        from celery import Celery
         from kontor.books.models import Invoice
         from kontor.datagen import TODAY
 
-        self.database_url = database.scratch_database("check")
-        self.database_name = self.database_url.rsplit("/", 1)[1]
         with self.db():
             self.due = due_invoices()
             self._originals = list(Invoice.objects.filter(
@@ -186,41 +67,20 @@ class Bench:
             if Invoice.objects.exclude(**SEEDED).exists():
                 raise CouldNotGrade("the seeded invoices are not all open and unreminded; the checks expect them so")
             self.slow_id = Invoice.objects.filter(due_on__gte=TODAY).order_by("id").values_list("pk", flat=True)[0]
-        self.lease = RedisLease()
-        broker = self.lease.url
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        plan = self.workdir / "plan.json"
-        plan.write_text(json.dumps({**FAST_PLAN, "model": {**FAST_PLAN["model"],
-                                                           "keys": {f"invoice-{self.slow_id}": self.SLOW_CALL}}}))
-        env = Environment(target_dir=self.target_dir, database_url=self.database_url, broker_url=broker,
-                          modules=[MODULE], latency_plan=plan)
-        self.worker = WorkerTree(celery_argv([self.queue], unique_hostname("grader")), env,
-                                 self.workdir / "worker.log")
-        self.client = Celery("grader", broker=broker, backend=broker, set_as_current=False)
-        self.client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
-                                result_extended=True)
+        plan = {**FAST_PLAN, "model": {**FAST_PLAN["model"], "keys": {f"invoice-{self.slow_id}": self.SLOW_CALL}}}
         try:
-            self.worker.start()
-        except Exception as exc:
-            raise CouldNotGrade(f"the worker did not start with the {self.target_dir.name} code: {exc}") from None
+            self.worker = self.rig.start_worker([self.queue], [MODULE], latency_plan=plan,
+                                                log=self.workdir / "worker.log")
+        except WorkerDidNotStart as exc:
+            raise could_not_start(self.target_dir, exc) from None
 
     def stop(self) -> None:
-        if self.worker is not None:
-            # The runs are recorded: nothing the worker still does matters, so no warm shutdown.
-            self.worker.kill()
-        if self.client is not None:
-            self.client.close()
-        if self.lease is not None:
-            self.lease.release()
-        if self.database_name:
-            from django.db import connections
-
-            connections.close_all()
-            database.drop(self.database_name)
+        # The runs are recorded: nothing the worker still does matters, so the rig kills it at once.
+        self.rig.close()
 
     def db(self) -> contextlib.AbstractContextManager:
         """Use the bench's database from this process (to prepare data or read results)."""
-        return using_database(self.database_name)
+        return self.rig.django()
 
     def restore(self) -> None:
         """Put every invoice back as the seed made it, for the next phase of the checks."""
@@ -253,75 +113,9 @@ class Bench:
             return list(invoices_due(TODAY).values_list("pk", flat=True))
 
     def snapshot(self) -> Snapshot:
-        from kontor.books.models import Invoice
-
         with self.db():
-            return Snapshot({pk: (status, amount_eur, level, fee) for pk, status, amount_eur, level, fee in
-                             Invoice.objects.values_list("pk", "status", "amount_eur", "reminder_level",
-                                                         "reminder_fee")})
+            return snapshot()
 
     def run(self, task: str, timeout: float = 30.0, **options) -> Run:
         """Send one sweep by name, as Celery beat would, wait for its end and collect its log records."""
-        from celery.exceptions import TimeoutError as ResultTimeout
-
-        result = self.client.send_task(task, queue=self.queue, **options)
-        try:
-            result.get(timeout=timeout, propagate=False)
-        except ResultTimeout:
-            return Run(task, result.state, f"no result within {timeout:g} s wall", self.records_of(result.id))
-        error = "" if result.state == "SUCCESS" else type(result.result).__name__
-        # The worker writes its "succeeded"/"raised" line just after storing the result.
-        ended = re.compile(rf"\[{result.id}\] (succeeded|raised)|Hard time limit .* exceeded for \S+\[{result.id}\]")
-        wait_until(lambda: ended.search(self.worker.text()), 5.0)
-        return Run(task, result.state, error, self.records_of(result.id))
-
-    def records_of(self, task_id: str) -> list[Record]:
-        """Return the records from this task's "received" line to its end (one child: nothing interleaves)."""
-        records = parse(self.worker.text())
-        start = next((i for i, r in enumerate(records) if f"[{task_id}] received" in r.message), None)
-        if start is None:
-            return []
-        for end in range(start + 1, len(records)):
-            if _ends(records[end], task_id):
-                return records[start:end + 1]
-        return records[start:]
-
-
-def _ends(record: Record, task_id: str) -> bool:
-    """Whether a record is the last one a task's run writes: its outcome, or the hard limit's kill."""
-    return any(f"[{task_id}]{tail}" in record.message for tail in (" succeeded", " raised")) or (
-        record.message.startswith("Hard time limit") and record.message.endswith(f"[{task_id}]"))
-
-
-@dataclass
-class DueInvoices:
-    """The seeded due invoices in sweep order, and which of them are poisoned and how."""
-
-    ids: list[int]
-    numbers: dict[int, str]
-    bad_email: list[int]
-    fee_over_amount: list[int]
-    reminder_steps: dict[int, tuple]
-
-    def label(self, pk: int) -> str:
-        return f"{self.numbers[pk]} (id {pk})" if pk in self.numbers else f"invoice id {pk}"
-
-    def labels(self, pks: list[int], most: int = 4) -> str:
-        shown = ", ".join(self.label(pk) for pk in pks[:most])
-        return shown + (f" and {len(pks) - most} more" if len(pks) > most else "")
-
-
-def due_invoices() -> DueInvoices:
-    """Read the due invoices of the database Django points at, before any sweep ran."""
-    from kontor.books.selectors import invoices_due
-    from kontor.datagen import TODAY
-    from kontor.seed import POISON
-    from lab3_poisoned_queryset.dunning import reminder_step, reminders_due
-
-    invoices = list(invoices_due(TODAY))
-    ids = [invoice.pk for invoice in invoices]
-    steps = {invoice.pk: tuple(reminder_step(invoice, TODAY)) for invoice in reminders_due(TODAY)}
-    return DueInvoices(ids=ids, numbers={invoice.pk: invoice.number for invoice in invoices},
-                       bad_email=[ids[p] for p, kind in sorted(POISON.items()) if kind == "bad-email"],
-                       fee_over_amount=[ids[p] for p, kind in sorted(POISON.items()) if kind == "fee-over-amount"],
-                       reminder_steps=steps)
+        return sweep(self.client, self.worker, self.queue, task, timeout, **options)

@@ -14,8 +14,10 @@ import psycopg
 import pytest
 from lab4_workload import TABLE_READS
 
-from budgetlab import clock, database, stack
+from budgetlab import stack
 from budgetlab.grading import CouldNotGrade
+from budgetlab.rig import Rig
+from budgetlab.stories.lab4 import batch_environment
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
 DOCUMENTS, TRANSACTIONS = 60, 120
@@ -28,18 +30,17 @@ CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4(?:check)?\.\w+\[[^\]]+\] 
 def probe_process(target_dir):
     """Start the in-process probe (lab4_probe.py) at once, on a database of its own, while a worker starts."""
     stack.require()
-    url = database.scratch_database("lab4")
-    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
-    env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
-               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe",
-               KONTOR_TIME_SCALE=str(clock.factor()), KONTOR_BROKER_URL=stack.redis_url(0))
+    with Rig(target_dir, label="lab4") as rig:
+        yield from _probe_process(batch_environment(rig, "lab4-probe"))
+
+
+def _probe_process(env: dict[str, str]):
     process = subprocess.Popen([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield process
     if process.poll() is None:
         process.kill()
     process.communicate()
-    database.drop(url.rsplit("/", 1)[1])
 
 
 @pytest.fixture(scope="module")

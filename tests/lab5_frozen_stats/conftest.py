@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from budgetlab.grading import CouldNotGrade
+from budgetlab.stories.lab5 import SLUG, sampler_import_error
 
 PROBE_TABLE = "scan_probe"
 # Fifty rows: far below min_parallel_table_scan_size, so a count(*) is always
@@ -20,9 +21,9 @@ PROBE_ROWS = 50
 def sampler(target_dir):
     """The target's lab5_frozen_stats.sampler module."""
     try:
-        return importlib.import_module("lab5_frozen_stats.sampler")
+        return importlib.import_module(f"{SLUG}.sampler")
     except Exception as exc:  # the learner's module is graded only if it imports
-        raise CouldNotGrade(f"lab5_frozen_stats/sampler.py does not import: {type(exc).__name__}: {exc}") from None
+        raise CouldNotGrade(sampler_import_error(exc)) from None
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def test_stats_notebook_runs_against_the_stack():
     import nbformat
     from nbclient import NotebookClient
 
-    from budgetlab import database
+    from budgetlab.rig import Rig
 
     stack.require()
     before = _notebook_databases()
@@ -36,7 +36,7 @@ def test_stats_notebook_runs_against_the_stack():
     assert not any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), \
         "the lab's notebook is committed with outputs; only docs/notebooks/stats.ipynb keeps them"
     # The kernel inherits Kontor's database from this process, as a learner's does from eval "$(budgetlab stack env)".
-    with database.kontor_pointed_at_scratch("notebook"):
+    with Rig(NOTEBOOK.parent, label="notebook") as rig, rig.kontor_env():
         NotebookClient(notebook, timeout=180, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
     left = _notebook_databases() - before

@@ -53,18 +53,8 @@ def comment_of(line: str, semicolon: bool = False) -> str | None:
     stripped = line.lstrip()
     if semicolon and stripped.startswith(";"):
         return stripped[1:].strip()
-    quote = None
-    previous = " "
-    for index, char in enumerate(line):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "\"'":
-            quote = char
-        elif char == "#" and previous in " \t":
-            return line[index + 1 :].strip()
-        previous = char
-    return None
+    start = _comment_start(line)
+    return None if start is None else line[start + 1 :].strip()
 
 
 def is_comment_line(line: str, semicolon: bool = False) -> bool:
@@ -75,6 +65,12 @@ def is_comment_line(line: str, semicolon: bool = False) -> bool:
 
 def _code_part(line: str) -> str:
     """The line with its comment cut off, same columns for what stays."""
+    start = _comment_start(line)
+    return line if start is None else line[:start]
+
+
+def _comment_start(line: str) -> int | None:
+    """Column of the line's comment mark: a # outside quotes, after white space (a shell word may hold one)."""
     quote = None
     previous = " "
     for index, char in enumerate(line):
@@ -84,9 +80,9 @@ def _code_part(line: str) -> str:
         elif char in "\"'":
             quote = char
         elif char == "#" and previous in " \t":
-            return line[:index]
+            return index
         previous = char
-    return line
+    return None
 
 
 class _Text:

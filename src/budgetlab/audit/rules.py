@@ -79,6 +79,14 @@ RULES: dict[str, Rule] = {
             "returns the frozen first snapshot.",
             "bl005-two-pg_stat-reads-in-one-transaction",
         ),
+        Rule(
+            "BL006",
+            6,
+            "pool-drops-time-limits",
+            "A worker runs a pool (threads, solo, gevent, eventlet) that does not "
+            "apply the time limits its tasks declare.",
+            "bl006-a-pool-that-does-not-apply-the-time-limits",
+        ),
     )
 }
 

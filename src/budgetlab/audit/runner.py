@@ -13,6 +13,7 @@ from budgetlab.audit.findings import AuditResult, Finding, Skipped
 from budgetlab.audit.noqa import silenced
 from budgetlab.audit.pyfacts import collect
 from budgetlab.audit.rules_launch import check_launch_file
+from budgetlab.audit.rules_pool import declared_soft_limits, launch_pools, message, pool_settings
 from budgetlab.audit.rules_python import check_python
 from budgetlab.audit.sources import (
     Unreadable,
@@ -74,6 +75,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
     worker_limits: list[str] = []
     modules = []
     python_sources: dict[str, tuple[bytes, object]] = {}
+    pools: list[tuple[Finding, str, object]] = []  # BL006 candidates: where a worker picks its pool, and which
     for absolute, kind, config in work:
         display = display_path(absolute, cwd)
         if kind is None:
@@ -96,8 +98,11 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
         if kind == "python":
             modules.append(collect(tree, absolute, display, config.reference_models, data, config.task_decorators))
             python_sources[display] = (data, config)
+            pools.extend((Finding(display, line, column, "BL006", "The worker configured here"), pool, config)
+                         for line, column, pool in pool_settings(data))
             del tree
         else:
+            pools.extend((finding, pool, config) for finding, pool in launch_pools(display, text, kind))
             findings = check_launch_file(display, text, kind, worker_limits)
             if "BL001" in config.enabled and findings:
                 result.findings.extend(findings)
@@ -116,9 +121,28 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             if any(silenced(line, finding.code) for line in statement):
                 continue
             result.findings.append(_character_column(finding, statement[0] if statement else ""))
+    result.findings.extend(_pool_findings(pools, modules, worker_limits, python_sources, result))
     result.findings = sorted(set(result.findings))
     result.skipped.sort()
     return result
+
+
+def _pool_findings(pools, modules, worker_limits, python_sources, result) -> list[Finding]:
+    """BL006: each worker on a pool that drops the limits, once the tree declares soft limits at all."""
+    chosen = [(finding, pool) for finding, pool, config in pools if "BL006" in config.enabled]
+    declared = declared_soft_limits(modules, worker_limits) if chosen else []
+    found = []
+    for finding, pool in chosen if declared else []:
+        if finding.path in python_sources:
+            lines = result.sources.get(finding.path)
+            if lines is None:
+                lines = result.sources[finding.path] = python_lines(python_sources[finding.path][0])
+            if silenced(lines[finding.line - 1], "BL006"):
+                continue
+        else:
+            result.sources.setdefault(finding.path, [])
+        found.append(dataclasses.replace(finding, message=message(finding.message, pool, declared)))
+    return found
 
 
 def _capitalised(reason: str) -> str:

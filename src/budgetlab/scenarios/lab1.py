@@ -6,41 +6,31 @@ two jobs the way Kontor's web process does: a 40-file bulk OCR upload and
 one customer's reminder sweep. It shows how far each job got and what
 stopped it, then an effective-budget table for every task on its queue.
 
-The table is read from the running system, never worked out from the
-files: the `timelimit` header of each task's message (captured as it is
-published), the limits each worker reports for the task (`inspect
-registered`), the pool's defaults (`inspect stats`), the master's command
-line, and the settings the worker loaded (`inspect conf`). A value is
-taken from the header, else from the task on the worker, else from the
-pool, which is the order a worker reads them in for each message; the
-layer named is the place that value was found in.
+How the table is read is lab 1's story (budgetlab.stories.lab1).
 """
 
 from __future__ import annotations
 
-import datetime
 import importlib
 import inspect as pyinspect
 import os
-import re
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock, database
-from budgetlab.errors import BudgetlabError
+from budgetlab import clock
 from budgetlab.paths import state_dir
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree
+from budgetlab.rig import Rig
+from budgetlab.stories.lab1 import SLUG, Budget, Worker, budget, from_log, lab_tasks, number, queue_of
+from budgetlab.stories.lab1 import start_masters, workers
+from budgetlab.workers import WorkerTree
 
-SLUG = "lab1_inherited_limit"
-QUEUES = ("imports", "documents", "sweeps", "agent-batch", "agent-interactive")
 UPLOAD_FILES = 40
 BULK_TASK, SWEEP_TASK = "documents.bulk_ocr", "sweeps.remind_overdue_invoices"
 # The sweep's customer: the fifth company, with 62 invoices past due.
@@ -54,29 +44,10 @@ LAYER_NOTES = {
 }
 
 
-@dataclass
-class Worker:
-    """What one running master says about itself."""
-
-    host: str
-    pid: int | None = None
-    pool: tuple[float, float] = (0.0, 0.0)          # inspect stats: the pool's default soft and hard limit
-    flags: dict[str, float] = field(default_factory=dict)   # --soft-time-limit / --time-limit on its command line
-    settings: dict = field(default_factory=dict)    # inspect conf
-    tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # inspect registered, with limits
-
-
-@dataclass
-class Budget:
-    """One limit of one task on one queue, and the layer it was found in."""
-
-    seconds: float | None
-    layer: str
-
-    def text(self) -> Text:
-        if not self.seconds:
-            return Text("no limit", style="bold red")
-        return Text.assemble(f"{self.seconds:>5.0f} s ", (self.layer, LAYER_STYLE.get(self.layer, "cyan")))
+def _budget_text(found: Budget) -> Text:
+    if not found.seconds:
+        return Text("no limit", style="bold red")
+    return Text.assemble(f"{found.seconds:>5.0f} s ", (found.layer, LAYER_STYLE.get(found.layer, "cyan")))
 
 
 def play(target_dir: Path, console: Console) -> int:
@@ -86,49 +57,33 @@ def play(target_dir: Path, console: Console) -> int:
     console.print(f"[bold]Lab 1 · the limit nobody chose[/]  ({clock.describe()}, Celery {celery.__version__})")
     console.print(f"Five Celery masters from {target_dir.name}/{SLUG}/entrypoint.sh, then a {UPLOAD_FILES}-file bulk OCR "
                   "upload and one customer's reminder sweep, on a fresh copy of the seeded database.")
-    lease = RedisLease()
-    url = tree = None
-    try:
-        url = database.scratch_database("run1")
-        tree = _start_masters(target_dir, url, lease.url, console)
-        app, tasks = _producer(target_dir, url, lease.url)
-        jobs = _run_jobs(app, tasks, tree, console)
-        _print_outcomes(jobs, console)
-        workers = _workers(app)
-        _print_settings(workers, jobs, console)
-        table, layers = _budget_table(app, tasks, workers, _headers(app, tasks), submitted={BULK_TASK, SWEEP_TASK})
-        console.print(table)
-        for layer in ("bound settings", "sent settings"):
-            if layer in layers:
-                console.print(f"[dim]{layer}: {LAYER_NOTES[layer]}[/]")
-        console.print("[dim]Read from the running system: each message's timelimit header, inspect registered, "
-                      "inspect stats, each master's command line, inspect conf.[/]")
-        return 0
-    finally:
-        if tree is not None:
+    with Rig(target_dir, label="run1") as rig:
+        tree = _start_masters(rig, console)
+        try:
+            app, tasks = _producer(target_dir, rig.database_url, rig.broker_url)
+            with rig.django():
+                jobs = _run_jobs(app, tasks, tree, console)
+            _print_outcomes(jobs, console)
+            found = workers(app)
+            _print_settings(found, jobs, console)
+            table, layers = _budget_table(app, tasks, found, _headers(app, tasks), submitted={BULK_TASK, SWEEP_TASK})
+            console.print(table)
+            for layer in ("bound settings", "sent settings"):
+                if layer in layers:
+                    console.print(f"[dim]{layer}: {LAYER_NOTES[layer]}[/]")
+            console.print("[dim]Read from the running system: each message's timelimit header, inspect registered, "
+                          "inspect stats, each master's command line, inspect conf.[/]")
+            return 0
+        finally:
             with console.status("stopping the five masters …"):
                 tree.stop(grace=3.0)
-        _close_django()
-        if url is not None:
-            database.drop(url.rsplit("/", 1)[1])
-        lease.release()
 
 
-def _start_masters(target_dir: Path, database_url: str, broker_url: str, console: Console) -> WorkerTree:
-    entrypoint = target_dir / SLUG / "entrypoint.sh"
-    if not entrypoint.exists():
-        raise BudgetlabError(f"{entrypoint} is missing; restore it with 'budgetlab reset 1'")
-    env = Environment(target_dir=target_dir, database_url=database_url, broker_url=broker_url,
-                      modules=[f"{SLUG}.tasks"],
-                      extra={"PYTHON": sys.executable, "KONTOR_WORKER_NAME": f"run-{uuid.uuid4().hex[:6]}"})
+def _start_masters(rig: Rig, console: Console) -> WorkerTree:
     log = state_dir() / "logs" / "run-1.log"
-    tree = WorkerTree(["bash", str(entrypoint)], env, log, expect_ready=len(QUEUES), cwd=target_dir / SLUG)
     started = time.monotonic()
     with console.status("starting the five masters of entrypoint.sh …"):
-        try:
-            tree.start(timeout=90)
-        except BudgetlabError as exc:
-            raise BudgetlabError(f"entrypoint.sh did not start five masters: {exc}") from None
+        tree = start_masters(rig, [f"{SLUG}.tasks"], log, {"KONTOR_WORKER_NAME": f"run-{uuid.uuid4().hex[:6]}"})
     console.print(f"  {len(tree.ready_hostnames())} masters ready in {time.monotonic() - started:.1f} s wall "
                   f"(log: {log})")
     return tree
@@ -217,7 +172,7 @@ def _run_jobs(app, tasks, tree: WorkerTree, console: Console) -> list[Job]:
                 progress.update(bar, completed=job.done, elapsed=job.elapsed, state=_state(job))
             time.sleep(0.1)
         for job, bar in zip(jobs, bars, strict=True):
-            job.soft_limit, job.ran = _from_log(tree, job.result.id)
+            job.soft_limit, job.ran = from_log(tree.text(), job.result.id)
             job.done = job.count()
             progress.update(bar, completed=job.done, elapsed=job.elapsed, state=_state(job))
     return jobs
@@ -231,84 +186,6 @@ def _state(job: Job) -> str:
     return "[red]stopped[/]"
 
 
-_LOG_LINE = re.compile(r"^\[(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): \w+/[\w-]+\] (?P<text>.*)$", re.MULTILINE)
-
-
-def _from_log(tree: WorkerTree, task_id: str) -> tuple[float | None, float | None]:
-    """Return the soft limit a job met and how long it ran, both in production seconds, from the worker's log.
-
-    The run time is from the master's "received" line to the soft-limit
-    line, or to the line that ends the task; with one idle child per
-    master, the task starts as it is received.
-    """
-    soft = received = ended = None
-    for line in _LOG_LINE.finditer(tree.text()):
-        text = line["text"]
-        if task_id not in text:
-            continue
-        at = datetime.datetime.strptime(line["at"], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        limit = re.match(r"Soft time limit \(([\d.]+)s\) exceeded", text)
-        if limit:
-            soft, ended = float(limit[1]), at
-        elif text.endswith(" received"):
-            received = at
-        elif re.search(r"\] (succeeded in|raised unexpected|failed)", text) or text.startswith("Hard time limit"):
-            ended = at if ended is None else ended
-    ran = clock.to_production(ended - received) if received is not None and ended is not None else None
-    return soft, ran
-
-
-def _workers(app) -> dict[str, Worker]:
-    """Ask every running master about itself; return them by the queue each consumes."""
-    inspect = app.control.inspect(timeout=3.0, limit=len(QUEUES))
-    queues = inspect.active_queues() or {}
-    stats = inspect.stats() or {}
-    confs = inspect.conf() or {}
-    registered = inspect.registered("soft_time_limit", "time_limit") or {}
-    workers = {}
-    for host, consumed in queues.items():
-        worker = Worker(host)
-        info = stats.get(host, {})
-        worker.pid = info.get("pid")
-        timeouts = info.get("pool", {}).get("timeouts") or (0, 0)
-        worker.pool = (float(timeouts[0] or 0), float(timeouts[1] or 0))
-        worker.flags = _command_line_limits(worker.pid)
-        worker.settings = confs.get(host, {})
-        worker.tasks = {name: limits for name, limits in map(_registered_entry, registered.get(host, []))}
-        for queue in consumed:
-            workers[queue["name"]] = worker
-    return workers
-
-
-def _command_line_limits(pid: int | None) -> dict[str, float]:
-    """Return the time-limit flags on a running master's command line, read from /proc."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    except (OSError, TypeError):
-        return {}
-    found = {}
-    for index, word in enumerate(argv):
-        for flag in ("--soft-time-limit", "--time-limit"):
-            if word == flag and index + 1 < len(argv):
-                found[flag] = float(argv[index + 1])
-            elif word.startswith(flag + "="):
-                found[flag] = float(word.split("=", 1)[1])
-    return found
-
-
-def _registered_entry(entry: str) -> tuple[str, dict[str, float]]:
-    """Split "name [soft_time_limit=600 time_limit=900]" into the name and its limits."""
-    name, _, rest = entry.partition(" [")
-    limits = {}
-    for pair in rest.rstrip("]").split():
-        key, _, value = pair.partition("=")
-        try:
-            limits[key] = float(value)
-        except ValueError:
-            pass
-    return name, limits
-
-
 def _headers(app, tasks) -> dict[str, list]:
     """Publish one message per task to a queue nobody reads, and keep the timelimit header each one carried.
 
@@ -320,74 +197,12 @@ def _headers(app, tasks) -> dict[str, list]:
 
     dead_end = f"budgetlab-run1-headers-{uuid.uuid4().hex[:6]}"
     found = {}
-    for task in _lab_tasks(app, tasks):
+    for task in lab_tasks(app, tasks):
         arity = len(pyinspect.signature(task.run).parameters)
         result = task.apply_async(args=[0] * arity, queue=dead_end)
         found[task.name] = _HEADERS.get(result.id, [None, None])
     redis.Redis.from_url(app.conf.broker_url).delete(dead_end)
     return found
-
-
-def _lab_tasks(app, tasks) -> list:
-    """Return the lab's tasks in queue order, then by name."""
-    def order(task) -> tuple[int, str]:
-        queue = _queue_of(app, task.name)
-        return (QUEUES.index(queue) if queue in QUEUES else len(QUEUES), task.name)
-
-    return sorted((task for task in app.tasks.values() if task.__module__ == tasks.__name__), key=order)
-
-
-def _queue_of(app, name: str) -> str:
-    route = app.amqp.router.route({}, name, (), {})
-    queue = route.get("queue")
-    return getattr(queue, "name", queue) or app.conf.task_default_queue
-
-
-def _budget(index: int, name: str, header: list, task_limits: dict[str, float], worker: Worker,
-            producer_settings) -> Budget:
-    """Find one limit (0: hard, 1: soft, the header's order) where the worker finds it, and name its layer."""
-    import celery
-
-    key = ("time_limit", "soft_time_limit")[index]
-    setting = ("task_time_limit", "task_soft_time_limit")[index]
-    flag = ("--time-limit", "--soft-time-limit")[index]
-    binds_settings = celery.VERSION[:2] >= (5, 7)
-    if header[index]:
-        value = float(header[index])
-        from_settings = binds_settings and value == _number(producer_settings.get(setting))
-        return Budget(value, "sent settings" if from_settings else _task_layer(name, key, value, worker.settings))
-    if task_limits.get(key):
-        value = task_limits[key]
-        from_settings = binds_settings and value == _number(worker.settings.get(setting))
-        return Budget(value, "bound settings" if from_settings else _task_layer(name, key, value, worker.settings))
-    value = worker.pool[1 - index]
-    if not value:
-        return Budget(None, "none")
-    if worker.flags.get(flag) == value:
-        return Budget(value, "worker flag")
-    if _number(worker.settings.get(setting)) == value:
-        return Budget(value, "settings")
-    return Budget(value, "worker")
-
-
-def _task_layer(name: str, key: str, value: float, settings: dict) -> str:
-    """Name a limit set on the task itself: by `task_annotations` when they give this value, else by its decorator."""
-    annotations = settings.get("task_annotations")
-    # Celery accepts one mapping or a sequence of them; a mapping's keys are task names or "*".
-    for mapping in annotations if isinstance(annotations, (list, tuple)) else [annotations]:
-        if isinstance(mapping, dict):
-            for pattern in (name, "*"):
-                entry = mapping.get(pattern)
-                if isinstance(entry, dict) and _number(entry.get(key)) == value:
-                    return "annotation"
-    return "decorator"
-
-
-def _number(value) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _budget_table(app, tasks, workers: dict[str, Worker], headers: dict[str, list],
@@ -401,8 +216,8 @@ def _budget_table(app, tasks, workers: dict[str, Worker], headers: dict[str, lis
     table.add_column("hard limit, set by", no_wrap=True)
     producer_settings = {key: app.conf.get(key) for key in ("task_soft_time_limit", "task_time_limit")}
     current = None
-    for task in _lab_tasks(app, tasks):
-        queue = _queue_of(app, task.name)
+    for task in lab_tasks(app, tasks):
+        queue = queue_of(app, task.name)
         if queue != current:
             table.add_row(Text(f"{queue} queue", style="underline"), "", "")
             current = queue
@@ -414,9 +229,9 @@ def _budget_table(app, tasks, workers: dict[str, Worker], headers: dict[str, lis
             continue
         limits = worker.tasks.get(task.name, {})
         header = headers.get(task.name, [None, None])
-        soft, hard = (_budget(index, task.name, header, limits, worker, producer_settings) for index in (1, 0))
+        soft, hard = (budget(index, task.name, header, limits, worker, producer_settings) for index in (1, 0))
         layers |= {soft.layer, hard.layer}
-        table.add_row(name, soft.text(), hard.text())
+        table.add_row(name, _budget_text(soft), _budget_text(hard))
     return table, layers
 
 
@@ -425,7 +240,7 @@ def _print_settings(workers: dict[str, Worker], jobs: list[Job], console: Consol
     worker = workers.get("documents") or next(iter(workers.values()), None)
     if worker is None:
         return
-    soft = _number(worker.settings.get("task_soft_time_limit"))
+    soft = number(worker.settings.get("task_soft_time_limit"))
     console.print(f"\n  settings.py, as the workers loaded it (inspect conf): task_soft_time_limit = "
                   f"{_seconds(soft)}, task_time_limit = {_seconds(worker.settings.get('task_time_limit'))}")
     if any(job.soft_limit is not None and job.soft_limit != soft for job in jobs):
@@ -433,8 +248,8 @@ def _print_settings(workers: dict[str, Worker], jobs: list[Job], console: Consol
 
 
 def _seconds(value) -> str:
-    number = _number(value)
-    return f"{number:g} s" if number else "not set"
+    seconds = number(value)
+    return f"{seconds:g} s" if seconds else "not set"
 
 
 def _print_outcomes(jobs: list[Job], console: Console) -> None:
@@ -450,10 +265,3 @@ def _print_outcomes(jobs: list[Job], console: Console) -> None:
         else:
             console.print(f"{head} [red]failed[/] with {job.result.result!r} after {job.done} of "
                           f"{job.total} {job.unit}")
-
-
-def _close_django() -> None:
-    if "django.db" in sys.modules:
-        from django.db import connections
-
-        connections.close_all()

@@ -14,17 +14,10 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import json
-import os
-import random
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,15 +26,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock, database
+from budgetlab import clock
 from budgetlab.errors import BudgetlabError
-from kontor.latency import MODEL_CALL, keyed_rng
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab.rig import Rig
+from budgetlab.stories.lab2 import MODULES, SLUG, Kind, Spec, create_run_jobs, read_ending, run_latency_plan
+from budgetlab.workers import Environment, WorkerTree
 
-SLUG = "lab2_swallowed_limit"
-SEED = 7
-ROWS, MALFORMED, FILES, STEPS = 1772, 12, 95, 60
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): (\w+)/([\w-]+)\] (.*)$")
 TASK_LINE = re.compile(r"(Soft|Hard) time limit \(([\d.]+)s\) exceeded for ([\w.]+)\[")
 KILL_LINE = re.compile(r"Process '([\w-]+)' pid:(\d+) exited with 'signal 9 \(SIGKILL\)'")
@@ -55,11 +45,7 @@ MARGIN, WATCH_CAP = 2.0, 60.0
 class Subsystem:
     """One of the three jobs of the scenario, and what the view knows about it."""
 
-    label: str
-    module: str
-    task_name: str
-    unit: str
-    item: str  # "row", as in the lab's log lines and latency keys
+    kind: Kind
     job: object = None
     result: object = None
     soft: float | None = None  # production seconds, from the learner's task
@@ -68,73 +54,20 @@ class Subsystem:
     written_at_soft: int | None = None
     child: str = ""  # the pool process that ran it, learned from its log lines
 
-    def count(self) -> int:
-        related = {"row": "transactions", "file": "documents", "step": "results"}[self.item]
-        return getattr(self.job, related).count()
+    @property
+    def label(self) -> str:
+        return self.kind.label
 
-
-def _subsystems() -> list[Subsystem]:
-    return [Subsystem("import job", "imports", "kontor.imports.import_csv", "rows", "row"),
-            Subsystem("bulk upload", "uploads", "kontor.uploads.process_upload", "files", "file"),
-            Subsystem("agent run", "agent_runs", "kontor.agents.run_agent", "steps", "step")]
-
-
-# Where each job meets a slow stretch of the model provider: (first item, how many, production seconds a call).
-# The stretch starts well before the soft limit even on a busy machine and outlasts it, so the limit lands
-# in a model call, as it nearly always does in production. On the lab clock a database write takes 200 times
-# its share of production time, and a limit landing inside one would tell a different story.
-SLOW_STRETCH = {"row": (150, 12, 40.0), "file": (30, 10, 40.0), "step": (20, 8, 30.0)}
-
-
-def latency_plan() -> dict:
-    """Return the scenario's latencies, in production seconds.
-
-    A bank row's category prompt is short (1.2 s), a receipt's is long (9 to
-    13 s a file), agent steps follow the measured distribution of model calls
-    (median 5.5 s, p99 35 s), and each job meets one slow stretch.
-    """
-    rng = random.Random(f"{SEED}:lab2-files")
-    keys = {f"file-{n}": round(rng.uniform(9.0, 13.0), 2) for n in range(1, FILES + 1)}
-    keys.update({f"step-{n}": round(MODEL_CALL.sample(keyed_rng(SEED, f"model:step-{n}")), 2)
-                 for n in range(1, STEPS + 1)})
-    for item, (first, count, seconds) in SLOW_STRETCH.items():
-        keys.update({f"{item}-{n}": seconds for n in range(first, first + count)})
-    return {"seed": SEED, "model": {"default": 1.2, "keys": keys}, "ocr": {"default": 0.03}}
-
-
-def _point_django_at(url: str) -> str:
-    """Point this process's Django at the scratch database; return the database name it used before."""
-    os.environ["KONTOR_DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
-    import django
-    from django.db import connections
-
-    django.setup()
-    connection = connections["default"]
-    connection.close()
-    previous = connection.settings_dict["NAME"]
-    connection.settings_dict["NAME"] = url.rsplit("/", 1)[1]
-    return previous
-
-
-def _create_jobs(subsystems: list[Subsystem]) -> None:
-    from kontor import datagen
-    from kontor.books.models import AgentRun, BulkUpload, Company, ImportJob
-
-    company = Company.objects.order_by("id").first()
-    csv_text, _ = datagen.import_csv(SEED, ROWS, MALFORMED)
-    subsystems[0].job = ImportJob.objects.create(company=company, filename="umsaetze-2026-q1.csv", csv_text=csv_text)
-    subsystems[1].job = BulkUpload.objects.create(company=company, files=datagen.document_batch(SEED, FILES))
-    subsystems[2].job = AgentRun.objects.create(
-        company=company, goal="Prepare the VAT return for the first quarter of 2026",
-        steps=[f"Check booking {n} of the quarter against its receipt" for n in range(1, STEPS + 1)])
+    @property
+    def unit(self) -> str:
+        return self.kind.unit
 
 
 def _read_budgets(subsystems: list[Subsystem]) -> None:
     """Read each task's declared limits from the learner's module, the source of truth."""
     for sub in subsystems:
-        module = importlib.import_module(f"{SLUG}.{sub.module}")
-        task = next((t for t in vars(module).values() if getattr(t, "name", None) == sub.task_name), None)
+        module = importlib.import_module(f"{SLUG}.{sub.kind.module}")
+        task = next((t for t in vars(module).values() if getattr(t, "name", None) == sub.kind.task), None)
         if task is not None:
             sub.soft, sub.hard = task.soft_time_limit, task.time_limit
 
@@ -159,8 +92,8 @@ class LogView:
     def __init__(self, text: str, subsystems: list[Subsystem]):
         self.events: list[Event] = []
         self.proof: list[str] = []
-        self._by_task = {sub.task_name: sub for sub in subsystems}
-        self._by_item = {sub.item: sub for sub in subsystems}
+        self._by_task = {sub.kind.task: sub for sub in subsystems}
+        self._by_item = {sub.kind.item: sub for sub in subsystems}
         self._subsystems = subsystems
         self._soft_fired: set[str] = set()
         self._started: datetime.datetime | None = None
@@ -260,7 +193,7 @@ def _refresh(subsystems: list[Subsystem], tree: WorkerTree) -> LogView:
     log = LogView(tree.text(), subsystems)
     for sub in subsystems:
         sub.job.refresh_from_db()
-        sub.written = sub.count()
+        sub.written = len(sub.kind.written(sub.job))
         if log.soft_fired(sub) and sub.written_at_soft is None:
             sub.written_at_soft = sub.written
     return log
@@ -314,30 +247,9 @@ def _rescue(env: Environment, subsystems: list[Subsystem], console: Console) -> 
     console.print(Text(output or "(no output)", style="" if result.returncode == 0 else "red"))
 
 
-def _ending(sub: Subsystem) -> str:
-    """Return what went wrong with one job's ending, in the story's terms, or "" when it ended as it should."""
-    job, result = sub.job, sub.result
-    raised = type(result.result).__name__ if result.ready() and result.state == "FAILURE" else ""
-    if raised == "TimeLimitExceeded":
-        what = "no final status, and never will: the hard limit killed the worker child that ran it"
-    elif not result.ready():
-        what = f"no final status, and its task had not ended {MARGIN:g} s (wall) after its hard limit"
-    elif result.state == "SUCCESS" and job.status != job.COMPLETED:
-        what = f"'{job.status}', yet its task reported SUCCESS: the caller never learns it ran out of time"
-    elif raised in ("OperationalError", "InterfaceError") and not job.is_final:
-        what = (f"no final status: the soft limit cut a database query short, and the next write on that "
-                f"connection failed ({raised}); see 'One more trap' on the lab page")
-    elif raised and raised != "SoftTimeLimitExceeded":
-        what = f"'{job.status}', and its task raised {raised}"
-    elif not job.is_final or job.status == job.COMPLETED:
-        what = f"'{job.status}' although it ran out of time"
-    else:
-        return ""
-    return f"{sub.label} {job.pk}: {what}"
-
-
 def _closing(subsystems: list[Subsystem], tree: WorkerTree, console: Console) -> None:
-    problems = [text for sub in subsystems if (text := _ending(sub))]
+    problems = [text for sub in subsystems
+                if (text := read_ending(Spec(sub.kind, sub.job.items_total), sub.job, sub.result).problem(MARGIN))]
     if not problems and not tree.killed_children():
         console.print(Text("All three jobs ended failed and say how far they got; their tasks ended inside the soft "
                            "window, and no worker child was killed.", style="bold green"))
@@ -351,72 +263,38 @@ def play(target_dir: Path, console: Console) -> int:
     """Run the scenario with the code under target_dir/lab2_swallowed_limit; return 0 when it ran."""
     if not (target_dir / SLUG).is_dir():
         raise BudgetlabError(f"{target_dir / SLUG} is missing; restore it with 'budgetlab reset 2'")
-    subsystems = _subsystems()
-    url = database.scratch_database("lab2run")
-    name = url.rsplit("/", 1)[1]
-    folder = Path(tempfile.mkdtemp(prefix="budgetlab-lab2-"))
-    previous = tree = app = lease = None
-    environment = os.environ.get("KONTOR_DATABASE_URL")
     sys.path.insert(0, str(target_dir))
     try:
-        previous = _point_django_at(url)
-        _create_jobs(subsystems)
-        plan = folder / "plan.json"
-        plan.write_text(json.dumps(latency_plan()))
-        lease = RedisLease()
-        broker = lease.url
-        queue = f"lab2-{uuid.uuid4().hex[:8]}"
-        env = Environment(target_dir=target_dir, database_url=url, broker_url=broker,
-                          modules=[f"{SLUG}.{sub.module}" for sub in subsystems], latency_plan=plan)
-        console.print(Text("Lab 2 · the signal your loop already caught", style="bold"))
-        console.print(Text(f"One worker, three children, the code in {target_dir.name}/{SLUG}/; "
-                           f"{clock.describe()}.", style="dim"))
-        tree = WorkerTree(celery_argv([queue], unique_hostname("lab2"), 3), env, folder / "worker.log")
-        tree.start()
-        _read_budgets(subsystems)
-        from celery import Celery
-
-        app = Celery("lab2-run", broker=broker, backend=broker, set_as_current=False)
-        app.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"])
-        sent_at = time.monotonic()
-        for sub in subsystems:
-            sub.result = app.send_task(sub.task_name, args=[sub.job.pk], queue=queue)
-        log = _watch(subsystems, tree, console, sent_at)
-        console.print()
-        console.print(_product_view(subsystems))
-        console.print()
-        console.print(Text("The worker's log at the limits", style="bold"))
-        for line in log.proof or ["(nothing: no limit was reached)"]:
-            console.print(Text(line, style="red" if "SIGKILL" in line or "Hard" in line else ""), soft_wrap=True)
-        console.print()
-        _rescue(env, subsystems, console)
-        console.print()
-        _closing(subsystems, tree, console)
-        return 0
+        with Rig(target_dir, label="lab2run") as rig, rig.django():
+            return _play(rig, target_dir, console)
     except KeyboardInterrupt:
         console.print()
-        console.print(Text("interrupted: stopping the worker and dropping the scratch database", style="yellow"))
+        console.print(Text("interrupted: the worker was stopped and the scratch database dropped", style="yellow"))
         return 130
     finally:
-        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # cleaning up is not to be interrupted
-        try:
-            if tree is not None:
-                tree.stop(grace=1.0)
-            if app is not None:
-                app.close()
-            if lease is not None:
-                lease.release()
-            if previous is not None:
-                from django.db import connections
+        sys.path.remove(str(target_dir))
 
-                connections["default"].close()
-                connections["default"].settings_dict["NAME"] = previous
-            database.drop(name)
-            if environment is None:
-                os.environ.pop("KONTOR_DATABASE_URL", None)
-            else:
-                os.environ["KONTOR_DATABASE_URL"] = environment
-            sys.path.remove(str(target_dir))
-            shutil.rmtree(folder, ignore_errors=True)
-        finally:
-            signal.signal(signal.SIGINT, interrupt)
+
+def _play(rig: Rig, target_dir: Path, console: Console) -> int:
+    subsystems = [Subsystem(kind, job) for kind, job in create_run_jobs().items()]
+    queue = rig.queue()
+    console.print(Text("Lab 2 · the signal your loop already caught", style="bold"))
+    console.print(Text(f"One worker, three children, the code in {target_dir.name}/{SLUG}/; "
+                       f"{clock.describe()}.", style="dim"))
+    tree = rig.start_worker([queue], MODULES, 3, latency_plan=run_latency_plan())
+    _read_budgets(subsystems)
+    sent_at = time.monotonic()
+    for sub in subsystems:
+        sub.result = rig.client.send_task(sub.kind.task, args=[sub.job.pk], queue=queue)
+    log = _watch(subsystems, tree, console, sent_at)
+    console.print()
+    console.print(_product_view(subsystems))
+    console.print()
+    console.print(Text("The worker's log at the limits", style="bold"))
+    for line in log.proof or ["(nothing: no limit was reached)"]:
+        console.print(Text(line, style="red" if "SIGKILL" in line or "Hard" in line else ""), soft_wrap=True)
+    console.print()
+    _rescue(rig.environment(MODULES), subsystems, console)
+    console.print()
+    _closing(subsystems, tree, console)
+    return 0

@@ -26,9 +26,9 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from budgetlab.stories.lab4 import LOOKUPS, SLUG, TABLE, batch_environment
+
 DOCUMENTS, TRANSACTIONS = 500, 2000
-SLUG = "lab4_reference_cache"
-LOOKUPS = ("category_table", "category", "category_for")
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,11 @@ class BatchFailed(Exception):
 def _table_counters(sampler) -> tuple[int, int]:
     """Return (scans, rows read) of the category table: sequential plus index scans, read in autocommit."""
     row = sampler.execute("SELECT seq_scan + coalesce(idx_scan, 0), seq_tup_read + coalesce(idx_tup_fetch, 0) "
-                          "FROM pg_stat_user_tables WHERE relname = 'books_category'").fetchone()
+                          "FROM pg_stat_user_tables WHERE relname = %s", [TABLE]).fetchone()
     return int(row[0]), int(row[1])
 
 
-def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, transactions: int = TRANSACTIONS,
+def run_batch(rig, documents: int = DOCUMENTS, transactions: int = TRANSACTIONS,
               on_progress=lambda done, scans: None) -> BatchFigures:
     """Run one batch process with the tree's lab 4 code and return its figures.
 
@@ -75,14 +75,8 @@ def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, t
     """
     import psycopg
 
-    from budgetlab import clock, stack
-
-    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
-    env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
-               KONTOR_DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="kontor.settings",
-               KONTOR_APP_NAME="lab4-batch", KONTOR_TIME_SCALE=str(clock.factor()),
-               KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
-    with psycopg.connect(database_url, autocommit=True) as sampler:
+    env = batch_environment(rig, "lab4-batch")
+    with psycopg.connect(rig.database_url, autocommit=True) as sampler:
         scans_before, read_before = _table_counters(sampler)
         proc = subprocess.Popen([sys.executable, "-m", __name__, str(documents), str(transactions)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
@@ -131,24 +125,23 @@ def play(target_dir: Path, console) -> int:
     """Play the scenario with the tree's code: one batch, its scans, its time, its cost per row."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from budgetlab import clock, database
+    from budgetlab import clock
+    from budgetlab.rig import Rig
 
     console.print(f"[bold]Lab 4 · one batch, and the category table under it[/]  ({clock.describe()})")
     console.print(f"{DOCUMENTS} documents (OCR, keyword match, prompt) and {TRANSACTIONS:,} transactions (prompt), "
                   f"in one batch process with the code in {target_dir.name}/{SLUG}/, on a fresh copy of the seeded database.")
-    url = database.scratch_database("run4")
-    try:
+    with Rig(target_dir, label="run4") as rig:
         with Progress(TextColumn("  batch"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("[cyan]category-table scans: {task.fields[scans]:,}"),
                       console=console, transient=False) as progress:
             bar = progress.add_task("batch", total=DOCUMENTS + TRANSACTIONS, scans=0)
-            figures = run_batch(target_dir, url,
-                                on_progress=lambda done, scans: progress.update(bar, completed=done, scans=scans))
-    except BatchFailed as exc:
-        console.print(f"[red]the batch stopped:[/] {exc}")
-        return 1
-    finally:
-        database.drop(url.rsplit("/", 1)[1])
+            try:
+                figures = run_batch(rig, on_progress=lambda done, scans: progress.update(bar, completed=done,
+                                                                                          scans=scans))
+            except BatchFailed as exc:
+                console.print(f"[red]the batch stopped:[/] {exc}")
+                return 1
     _show(figures, console)
     return 0
 

@@ -11,7 +11,6 @@ starts is bounded in time and count and stopped before it returns.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import threading
 import time
@@ -23,25 +22,24 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import database
 from budgetlab.errors import BudgetlabError
+from budgetlab.rig import Rig
+from budgetlab.stories.lab5 import BURST, COUNTER, QUIET, SLUG, sampler_import_error
 
 TABLE = "books_category"
 WINDOW = 1.0
 # (scans per second, windows, connections): the two figures of Kontor's re-measurement.
-PHASES = ((990, 3, 3), (40, 3, 1))
-DELTA_RATE, DELTA_SECONDS = 990, 1.0
+PHASES = ((BURST, 3, 3), (QUIET, 3, 1))
+DELTA_RATE, DELTA_SECONDS = BURST, 1.0
 # A busy backend publishes its counters about once a second; the load asks for
 # it every 20 ms so that one-second windows show the load, not the flushes.
 FLUSH_INTERVAL = 0.02
-COUNTER = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = %s"
 
 
 def play(target_dir: Path, console: Console) -> int:
     """Play the scenario against the sampler in target_dir/lab5_frozen_stats; 0 when it ran."""
-    url = database.scratch_database("run5")
-    try:
-        sampler = _import_sampler(target_dir, url)
+    with Rig(target_dir, label="run5") as rig, rig.django() as url:
+        sampler = _import_sampler(target_dir)
         console.print(f"[bold]Lab 5[/] · a bursty load on {TABLE} in a scratch database\n"
                       f"your sampler: {target_dir.name}/lab5_frozen_stats/sampler.py\n")
         delta_ok = _one_delta(sampler, url, console)
@@ -51,36 +49,16 @@ def play(target_dir: Path, console: Console) -> int:
         else:
             console.print("[bold red]Your sampler's figures are not what PostgreSQL counted.[/]")
         return 0
-    finally:
-        _close_django()
-        database.drop(url.rsplit("/", 1)[1])
 
 
-def _import_sampler(target_dir: Path, url: str):
-    """Point Django at the scratch database and import the learner's sampler."""
-    os.environ["KONTOR_DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
-    import django
-
-    django.setup()
-    from django.db import connections
-
-    connections["default"].close()
-    connections["default"].settings_dict["NAME"] = url.rsplit("/", 1)[1]
+def _import_sampler(target_dir: Path):
+    """Import the learner's sampler (Django already points at the scratch database)."""
     if str(target_dir) not in sys.path:
         sys.path.insert(0, str(target_dir))
     try:
-        return importlib.import_module("lab5_frozen_stats.sampler")
+        return importlib.import_module(f"{SLUG}.sampler")
     except Exception as exc:  # the learner's file: any error is theirs to see, in one line
-        raise BudgetlabError(f"{target_dir.name}/lab5_frozen_stats/sampler.py does not import: "
-                             f"{type(exc).__name__}: {exc}") from None
-
-
-def _close_django() -> None:
-    if "django.db" in sys.modules:
-        from django.db import connections
-
-        connections.close_all()
+        raise BudgetlabError(f"{target_dir.name}/{sampler_import_error(exc)}") from None
 
 
 def _counter(url: str) -> int:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from budgetlab.paths import state_dir
+from budgetlab.paths import state_dir, write_json
 
 
 def state_file() -> Path:
@@ -24,8 +22,4 @@ def load() -> dict:
 
 def save(state: dict) -> None:
     """Write the state atomically, so a crash never leaves half a file."""
-    path = state_file()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".stack.", suffix=".json")
-    with os.fdopen(fd, "w") as out:
-        json.dump(state, out, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    write_json(state_file(), state)

@@ -1,0 +1,260 @@
+"""Lab 2's story, shared by `budgetlab run 2` and its checks: three kinds of batch job, their workloads, their endings.
+
+Kontor's CSV imports, bulk uploads and agent runs share one loop shape and
+one bug: the soft limit is blamed on the item in flight and swallowed. A
+Kind is one of those subsystems (its task, its job table, the budgets the
+lab declares). The checks run ten jobs whose oversized ones each meet a
+model call that never ends at a known item; the run shows three big jobs
+that meet a slow stretch of the model provider. An Ending is how one job
+and its task ended, read once; `problem()` says in the story's words what
+is wrong with it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass, field
+
+from budgetlab import clock
+from kontor import datagen
+from kontor.latency import MODEL_CALL, keyed_rng
+
+SLUG = "lab2_swallowed_limit"
+SEED = 7
+# How long after a task's hard limit a check still waits before it calls the task stuck, in wall seconds.
+MARGIN = 1.5
+POLL = 0.02
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One of the three subsystems: its task, its job table and the budgets the lab declares for it."""
+
+    label: str
+    module: str  # the lab's module that holds the task: lab2_swallowed_limit.<module>
+    task: str
+    model_name: str  # the job table's model in kontor.books.models
+    unit: str  # what the job counts, plural: "rows"
+    item: str  # how an item is named in failures and latency keys: "row" -> "row 60", "row-60"
+    soft: int  # production seconds, as declared in the lab's decorators
+    hard: int
+
+    @property
+    def model(self):
+        from kontor.books import models
+
+        return getattr(models, self.model_name)
+
+    def written(self, job) -> list[int]:
+        """Return the numbers of the items this job wrote (import rows are counted, not numbered: all 0)."""
+        from kontor.books.models import AgentStep, Document, Transaction
+
+        if self.model_name == "ImportJob":
+            return [0] * Transaction.objects.filter(import_job=job).count()
+        if self.model_name == "BulkUpload":
+            names = Document.objects.filter(bulk_upload=job).values_list("filename", flat=True)
+            return sorted(int(re.search(r"\d+", name).group()) for name in names)
+        return sorted(AgentStep.objects.filter(run=job).values_list("index", flat=True))
+
+
+IMPORT = Kind("import job", "imports", "kontor.imports.import_csv", "ImportJob", "rows", "row", 600, 900)
+UPLOAD = Kind("bulk upload", "uploads", "kontor.uploads.process_upload", "BulkUpload", "files", "file", 600, 900)
+AGENT = Kind("agent run", "agent_runs", "kontor.agents.run_agent", "AgentRun", "steps", "step", 300, 360)
+KINDS = (IMPORT, UPLOAD, AGENT)
+MODULES = [f"{SLUG}.{kind.module}" for kind in KINDS]
+
+
+# The checks' workload. One worker runs ten jobs at once. The three oversized ones each
+# have one item whose model call outlasts any budget, so the soft limit always fires inside
+# a model call, at a known item (the cut). The items before it take a fraction of the soft
+# limit even on a busy machine; the items after it are more than the window up to the hard
+# limit could finish. The seven jobs that fit are smaller than the cuts, so they never meet one.
+CUT = {IMPORT: 60, UPLOAD: 15, AGENT: 12}
+LATENCY = {IMPORT: 1.5, UPLOAD: 6.0, AGENT: 4.0}  # production seconds per model call
+NEVER_ENDS = 100_000.0
+# Broken items, also in the oversized jobs before their cuts, so "items written" differs from "items reached".
+BAD_ROWS = (7, 23, 41, 300)
+UNREADABLE_FILES = (12, 13)
+UNANSWERED_STEPS = (9, 10)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One job to run: its kind, its size and, for an import, its malformed rows."""
+
+    kind: Kind
+    size: int
+    bad_rows: tuple[int, ...] = ()
+
+    def bad_items(self) -> list[int]:
+        """Return the numbers of the items that fail on their own (bad rows, unreadable files, unanswered steps)."""
+        numbers = {IMPORT: self.bad_rows, UPLOAD: UNREADABLE_FILES, AGENT: UNANSWERED_STEPS}[self.kind]
+        return sorted(n for n in numbers if n <= self.size)
+
+
+OVERSIZED = (Spec(IMPORT, 1772, BAD_ROWS), Spec(UPLOAD, 95), Spec(AGENT, 100))
+WITH_BAD_ITEMS = (Spec(IMPORT, 40, (3, 17, 18, 40)), Spec(IMPORT, 5, (1, 2, 3, 4, 5)), Spec(UPLOAD, 14),
+                  Spec(AGENT, 11))
+FITTING = (Spec(IMPORT, 50), Spec(UPLOAD, 10), Spec(AGENT, 8))
+
+
+def latency_plan() -> dict:
+    """Return the latency plan of the checks' run, in production seconds."""
+    keys = {}
+    for kind, size in ((UPLOAD, 95), (AGENT, 100)):
+        keys.update({f"{kind.item}-{n}": LATENCY[kind] for n in range(1, size + 1)})
+    for kind in KINDS:
+        keys[f"{kind.item}-{CUT[kind]}"] = NEVER_ENDS
+    return {"seed": SEED,
+            "model": {"default": LATENCY[IMPORT], "keys": keys, "fail": [f"step-{n}" for n in UNANSWERED_STEPS]},
+            "ocr": {"default": 0.03, "fail": [f"file-{n}" for n in UNREADABLE_FILES]}}
+
+
+def csv_upload(rows: int, bad: tuple[int, ...]) -> str:
+    """Return a bank export of `rows` rows whose 1-based rows in `bad` carry an impossible date."""
+    text, _ = datagen.import_csv(SEED, rows, 0)
+    lines = text.splitlines()
+    for number in bad:
+        lines[number] = "31.02.2026" + lines[number][len("2026-01-01"):]
+    return "\n".join(lines) + "\n"
+
+
+def create_job(spec: Spec):
+    """Create a job as Kontor's web process would, before the task is sent."""
+    if spec.kind is IMPORT:
+        return _create(IMPORT, filename="export.csv", csv_text=csv_upload(spec.size, spec.bad_rows))
+    if spec.kind is UPLOAD:
+        return _create(UPLOAD, files=datagen.document_batch(SEED, spec.size))
+    return _create(AGENT, goal="Prepare the VAT return for the first quarter",
+                   steps=[f"Check booking {n} against its receipt" for n in range(1, spec.size + 1)])
+
+
+def _create(kind: Kind, **fields):
+    from kontor.books.models import Company
+
+    return kind.model.objects.create(company=Company.objects.order_by("id").first(), **fields)
+
+
+# The run's workload: three big jobs, each meeting a slow stretch of the model provider
+# (first item, how many, production seconds a call). The stretch starts well before the soft
+# limit even on a busy machine and outlasts it, so the limit lands in a model call, as it
+# nearly always does in production. On the lab clock a database write takes 200 times its
+# share of production time, and a limit landing inside one would tell a different story.
+ROWS, MALFORMED, FILES, STEPS = 1772, 12, 95, 60
+SLOW_STRETCH = {"row": (150, 12, 40.0), "file": (30, 10, 40.0), "step": (20, 8, 30.0)}
+
+
+def run_latency_plan() -> dict:
+    """Return the run's latencies, in production seconds.
+
+    A bank row's category prompt is short (1.2 s), a receipt's is long (9 to
+    13 s a file), agent steps follow the measured distribution of model calls
+    (median 5.5 s, p99 35 s), and each job meets one slow stretch.
+    """
+    rng = random.Random(f"{SEED}:lab2-files")
+    keys = {f"file-{n}": round(rng.uniform(9.0, 13.0), 2) for n in range(1, FILES + 1)}
+    keys.update({f"step-{n}": round(MODEL_CALL.sample(keyed_rng(SEED, f"model:step-{n}")), 2)
+                 for n in range(1, STEPS + 1)})
+    for item, (first, count, seconds) in SLOW_STRETCH.items():
+        keys.update({f"{item}-{n}": seconds for n in range(first, first + count)})
+    return {"seed": SEED, "model": {"default": 1.2, "keys": keys}, "ocr": {"default": 0.03}}
+
+
+def create_run_jobs() -> dict[Kind, object]:
+    """Create the run's three jobs: a quarter's bank export, a bulk upload of receipts, a VAT-return agent run."""
+    csv_text, _ = datagen.import_csv(SEED, ROWS, MALFORMED)
+    return {IMPORT: _create(IMPORT, filename="umsaetze-2026-q1.csv", csv_text=csv_text),
+            UPLOAD: _create(UPLOAD, files=datagen.document_batch(SEED, FILES)),
+            AGENT: _create(AGENT, goal="Prepare the VAT return for the first quarter of 2026",
+                           steps=[f"Check booking {n} of the quarter against its receipt" for n in range(1, STEPS + 1)])}
+
+
+@dataclass
+class Ending:
+    """How one job and its task ended, read once, so checks compare plain values."""
+
+    spec: Spec
+    job_id: int
+    status: str
+    running: str
+    final: bool
+    message: str
+    items_total: int
+    failures: list[dict]
+    written: list[int]
+    state: str
+    exception: str = ""  # the type name of what the task raised, if it failed
+    result_text: str = ""
+    ready: bool = True  # whether the task had ended when the job was read
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Kind:
+        return self.spec.kind
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind.label} {self.job_id}"
+
+    def failed_items(self) -> list[int]:
+        return sorted(int(m.group()) for f in self.failures if (m := re.search(r"\d+", str(f.get("item", "")))))
+
+    def problem(self, margin: float = MARGIN) -> str:
+        """Say what is wrong with this ending, in the story's terms; "" when the job ended as it should."""
+        raised = self.exception if self.state == "FAILURE" else ""
+        if raised == "TimeLimitExceeded":
+            what = "no final status, and never will: the hard limit killed the worker child that ran it"
+        elif not self.ready:
+            what = f"no final status, and its task had not ended {margin:g} s (wall) after its hard limit"
+        elif self.state == "SUCCESS" and self.status != self.kind.model.COMPLETED:
+            what = f"'{self.status}', yet its task reported SUCCESS: the caller never learns it ran out of time"
+        elif raised in ("OperationalError", "InterfaceError") and not self.final:
+            what = (f"no final status: the soft limit cut a database query short, and the next write on that "
+                    f"connection failed ({raised}); see 'One more trap' on the lab page")
+        elif raised and raised != "SoftTimeLimitExceeded":
+            what = f"'{self.status}', and its task raised {raised}"
+        elif not self.final or self.status == self.kind.model.COMPLETED:
+            what = f"'{self.status}' although it ran out of time"
+        else:
+            return ""
+        return f"{self.name}: {what}"
+
+
+def read_ending(spec: Spec, job, result) -> Ending:
+    kind = spec.kind
+    job.refresh_from_db()
+    value = result.result if result.ready() else None
+    exception = type(value).__name__ if isinstance(value, BaseException) else ""
+    return Ending(spec=spec, job_id=job.pk, status=job.status, running=kind.model.RUNNING, final=job.is_final,
+                  message=job.message, items_total=job.items_total, failures=list(job.failures),
+                  written=kind.written(job), state=result.state, exception=exception,
+                  result_text=repr(value) if value is not None else "", ready=result.ready())
+
+
+def wait_until(predicate, deadline: float) -> bool:
+    """Poll `predicate` until it holds or the monotonic `deadline` passes; return whether it held."""
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+
+
+def hard_deadline(sent_at: float) -> float:
+    """Return the wall time by which every task must have ended: the latest hard limit plus a margin."""
+    return sent_at + max(clock.to_wall(kind.hard) for kind in KINDS) + MARGIN
+
+
+COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
+
+
+def counts_in(message: str) -> tuple[int, int] | None:
+    """Return the (done, total) pair a message states, as in "timed out after 340 of 1,772 rows"."""
+    match = COUNT.search(message)
+    if not match:
+        return None
+    done, total = (int(re.sub(r"[,.]", "", group)) for group in match.groups())
+    return done, total

@@ -1,0 +1,252 @@
+"""Lab 6's story, shared by `budgetlab run 6` and its checks: one afternoon of the assistant on the threads pool.
+
+One worker runs with the lab's own settings (pool and concurrency as the
+target chose them) against a real model service, called through the
+official openai client. The month-end review starts while the provider is
+healthy and five questions are asked; then the provider hangs and twelve
+more are asked; then it recovers and twelve more are asked; then it hangs
+again until the review has run out of budget. An Ending is how one run
+ended, read once, in production seconds.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from budgetlab import clock
+from budgetlab.workers import FAST_FLAGS, unique_hostname
+
+SLUG = "lab6_absent_limits"
+MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
+SETTINGS = f"{SLUG}.settings"
+QUESTION_TASK = "kontor.assistant.answer_question"
+REVIEW_TASK = "kontor.assistant.review_month"
+
+# The product's promises, in production seconds, as the lab's docstrings state them.
+PROMISE = 45.0
+REVIEW_BUDGET = 180.0
+# How far past a promise an ending may land and still count as kept, in production seconds:
+# the final database write and a busy machine's scheduling take real milliseconds, which the
+# lab clock turns into production seconds.
+TOLERANCE = 20.0
+REVIEW_TOLERANCE = 20.0
+# Lab 6 runs on a clock at most 50 times faster than production, whatever the workshop's clock:
+# each model call here is a real HTTP request through the openai client, and a fresh prefork
+# child's first task touches pages it shares with its master; real milliseconds that a 200x
+# clock would turn into seconds of a 45 s promise. BUDGETLAB_CLOCK=1 stays real time.
+SLOWEST_SCALE = 0.02
+
+
+def time_scale() -> float:
+    """Return the wall seconds per production second that lab 6's worker, service and checks run on."""
+    return max(clock.factor(), SLOWEST_SCALE)
+
+
+def to_wall(production_seconds: float) -> float:
+    return production_seconds * time_scale()
+
+
+def to_production(wall_seconds: float) -> float:
+    return wall_seconds / time_scale()
+
+
+# Wall seconds a check waits beyond a promise and its tolerance before it reads what happened:
+# a late ending is measured, not guessed, as long as it arrives within this.
+SLACK = 2.0
+POLL = 0.02
+
+# A healthy provider answers each call in this many production seconds: a question of three steps
+# takes about 12 s, the review's thirty steps about 120 s, both well inside their budgets.
+HEALTHY_LATENCY = 4.0
+QUESTION_STEPS = ("Find the invoices the question is about", "Check them against the bookings",
+                  "Write the answer for the customer")
+REVIEW_STEPS = 30
+# Questions asked in each phase: fewer than the worker's twenty threads, with the review beside them.
+BEFORE, DURING, AFTER = 5, 12, 12
+
+
+@dataclass
+class Ending:
+    """How one run ended, read once, so checks compare plain values."""
+
+    run_id: int
+    status: str
+    message: str
+    steps_total: int
+    steps_stored: int
+    items_done: int
+    seconds: float | None  # production seconds from the run's start to its final write
+    waited: float | None  # production seconds from sending the task until a thread started it (None: never)
+
+    @property
+    def name(self) -> str:
+        return f"run {self.run_id}"
+
+    @property
+    def final(self) -> bool:
+        return self.status in ("succeeded", "failed")
+
+
+def _models():
+    # Imported when first needed: Django is set up by whoever plays the story.
+    from kontor.books import models
+
+    return models
+
+
+def create_question(number: int):
+    """Create a question as Kontor's web process would, before the task is sent."""
+    m = _models()
+    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(),
+                                     goal=f"Why was invoice {1000 + number} charged twice?",
+                                     steps=list(QUESTION_STEPS))
+
+
+def create_review():
+    m = _models()
+    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal="the month of March",
+                                     steps=[f"Explain open item {n}" for n in range(1, REVIEW_STEPS + 1)])
+
+
+def read_ending(run, sent_at: float) -> Ending:
+    AgentRun, AgentStep = _models().AgentRun, _models().AgentStep
+    run.refresh_from_db()
+    seconds = waited = None
+    if run.started_at is not None:
+        waited = to_production(run.started_at.timestamp() - sent_at)
+        if run.finished_at is not None and run.status in (AgentRun.COMPLETED, AgentRun.FAILED):
+            seconds = to_production(run.finished_at.timestamp() - run.started_at.timestamp())
+    return Ending(run_id=run.pk, status=run.status, message=run.message, steps_total=len(run.steps),
+                  steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
+                  seconds=seconds, waited=waited)
+
+
+def has_started(run_id: int) -> bool:
+    return _models().AgentRun.objects.filter(pk=run_id, started_at__isnull=False).exists()
+
+
+def all_final(*run_ids: int) -> bool:
+    """Whether every one of these runs has ended (one query, however many runs)."""
+    final = _models().AgentRun.objects.filter(pk__in=run_ids, status__in=("succeeded", "failed"))
+    return final.count() == len(set(run_ids))
+
+
+def wait_until(predicate, deadline: float) -> bool:
+    """Poll `predicate` until it holds or the monotonic `deadline` passes; return whether it held."""
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+
+
+def worker_argv(queue: str, hostname: str) -> list[str]:
+    """The worker's command line: no pool or concurrency flag, so the lab's settings decide both."""
+    return [sys.executable, "-m", "celery", "-A", "kontor.celery_app", "worker", "-Q", queue, "-n", hostname,
+            "-l", "INFO", *FAST_FLAGS]
+
+
+TRY_AGAIN = re.compile(r"try\s+again", re.IGNORECASE)
+COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
+
+
+def counts_in(message: str) -> tuple[int, int] | None:
+    """Return the (done, total) pair a message states, as in "timed out after 12 of 60 steps"."""
+    match = COUNT.search(message)
+    if not match:
+        return None
+    done, total = (int(re.sub(r"[,.]", "", group)) for group in match.groups())
+    return done, total
+
+
+def late(ending: Ending, promise: float) -> str | None:
+    """Describe how an ending missed its promise; None if it kept it.
+
+    A run's time counts from its start, as a soft limit's does: how long a
+    task waited for a thread depends on the machine's load as much as on the
+    code, so stuck threads are judged by the calls they still hold instead.
+    """
+    tolerance = TOLERANCE if promise == PROMISE else REVIEW_TOLERANCE
+    if ending.waited is None:
+        return f"{ending.name} never started: every thread of the worker was busy"
+    if ending.seconds is not None and ending.seconds <= promise + tolerance:
+        return None
+    if ending.seconds is None:
+        return (f"{ending.name} was still '{ending.status}' {promise + tolerance:g} s after it started "
+                f"({ending.items_done} of {ending.steps_total} steps done)")
+    return f"{ending.name} ended '{ending.status}' only after {ending.seconds:.0f} s"
+
+
+@dataclass
+class Afternoon:
+    """How every run ended, and how many calls the provider still held for the worker after the spell."""
+
+    before: list = field(default_factory=list)  # Ending of each question asked while the provider was healthy
+    during: list = field(default_factory=list)  # ... while it hung
+    after: list = field(default_factory=list)  # ... once it had recovered
+    review: Ending | None = None  # the month-end review
+    held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
+    review_running: bool = False  # whether the review was still running at that moment
+
+
+def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None,
+                   hostname: str | None = None) -> Afternoon:
+    """Start the worker with the target's code and play the afternoon; `rig.django()` must be active.
+
+    `on_phase` hears "worker", "healthy", "slow", "recovered", "relapse" and
+    "done" as the afternoon moves on (the live view redraws on them).
+    Raises the rig's WorkerDidNotStart when the target's code does not start.
+    """
+    service.set_mode("healthy", latency=HEALTHY_LATENCY)
+    rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log,
+                     argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
+                     extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
+    on_phase("worker")
+    afternoon = Afternoon()
+
+    def ask(first: int, count: int, promise: float = PROMISE, tolerance: float = TOLERANCE) -> list[Ending]:
+        runs = [create_question(n) for n in range(first, first + count)]
+        sent = []
+        for run in runs:
+            sent.append(time.time())
+            rig.client.send_task(QUESTION_TASK, args=[run.pk], queue=queue)
+        # Wait until every run is final or well past its promise, then read how each ended.
+        wait_until(lambda: all_final(*(run.pk for run in runs)),
+                   time.monotonic() + to_wall(promise + tolerance) + SLACK)
+        return [read_ending(run, at) for run, at in zip(runs, sent)]
+
+    review = create_review()
+    review_sent = time.time()
+    review_deadline = time.monotonic() + to_wall(REVIEW_BUDGET + REVIEW_TOLERANCE) + SLACK
+    rig.client.send_task(REVIEW_TASK, args=[review.pk], queue=queue)
+    # The first task a fresh worker takes pays for its start-up; no question should.
+    wait_until(lambda: has_started(review.pk), time.monotonic() + 10)
+    on_phase("healthy")
+    afternoon.before = ask(0, BEFORE)
+
+    service.set_mode("slow")
+    on_phase("slow")
+    afternoon.during = ask(BEFORE, DURING)
+    # Every question of the spell is over: a call the provider still holds is one nobody waits for,
+    # except the review's own. The worker gets the tolerance to let go of them.
+    afternoon.review_running = not all_final(review.pk)
+    wait_until(lambda: service.stats()["open"] <= int(not all_final(review.pk)),
+               time.monotonic() + to_wall(TOLERANCE) + SLACK / 2)
+    afternoon.held_after_spell = max(service.stats()["open"] - int(not all_final(review.pk)), 0)
+
+    service.set_mode("healthy", latency=HEALTHY_LATENCY)
+    on_phase("recovered")
+    afternoon.after = ask(BEFORE + DURING, AFTER)
+
+    # The provider relapses for the rest of the afternoon: more than the review has left of its budget.
+    service.set_mode("slow")
+    on_phase("relapse")
+    wait_until(lambda: all_final(review.pk), review_deadline)
+    afternoon.review = read_ending(review, review_sent)
+    on_phase("done")
+    return afternoon

@@ -1,0 +1,80 @@
+"""Kontor's model client: the official openai client, pointed at the model service, on the lab clock.
+
+    from kontor.llm import model_client
+    client = model_client(timeout=30, max_retries=1)   # production seconds
+    client.chat.completions.create(model=MODEL, messages=[...])
+
+Every keyword goes to `openai.OpenAI` unchanged, so a client made here has
+the library's own defaults unless the caller chooses otherwise: a 600 s
+timeout and two retries. Durations stay in production seconds in the
+code; only the waits the client really makes (its timeouts, per client or
+per request, and its pauses between retries) are scaled by the lab clock.
+KONTOR_MODEL_BASE_URL names the service (the workshop starts one per lab run).
+"""
+
+from __future__ import annotations
+
+import os
+
+import httpx2
+import openai
+from openai._types import NotGiven
+
+from kontor import timescale
+
+# The model Kontor's prompts are written for; the workshop's stand-in answers to any name.
+MODEL = "kontor-assistant-1"
+
+
+def _to_wall(timeout):
+    """Scale a timeout as openai accepts it (seconds, an httpx Timeout, or None) to the lab clock."""
+    if timeout is None or isinstance(timeout, NotGiven):
+        return timeout
+    if isinstance(timeout, (int, float)):
+        return timescale.to_wall(float(timeout))
+    return httpx2.Timeout(connect=timescale.to_wall(timeout.connect), read=timescale.to_wall(timeout.read),
+                          write=timescale.to_wall(timeout.write), pool=timescale.to_wall(timeout.pool))
+
+
+class LabClockOpenAI(openai.OpenAI):
+    """The openai client, unchanged but for the clock its timeouts and retry pauses run on."""
+
+    def _build_request(self, options, *, retries_taken: int = 0):
+        chosen = self.timeout if isinstance(options.timeout, NotGiven) else options.timeout
+        options.timeout = _to_wall(chosen)
+        return super()._build_request(options, retries_taken=retries_taken)
+
+    def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None) -> float:
+        # The pause is computed in production seconds (the service's Retry-After is in them too).
+        return timescale.to_wall(super()._calculate_retry_timeout(remaining_retries, options, response_headers))
+
+
+def base_url() -> str:
+    """Return the model service's OpenAI-compatible base URL, ending in /v1."""
+    # Unset, a client can still be made (modules that make one at import still import);
+    # its calls go to the discard port, where nothing listens, and fail at once.
+    return os.environ.get("KONTOR_MODEL_BASE_URL") or "http://127.0.0.1:9/v1"
+
+
+def model_client(**options) -> openai.OpenAI:
+    """Return an openai client for Kontor's model service; options as for `openai.OpenAI`, in production seconds."""
+    options.setdefault("api_key", os.environ.get("KONTOR_MODEL_API_KEY", "kontor-workshop"))
+    client = LabClockOpenAI(base_url=base_url(), **options)
+    _warm_up(client)
+    return client
+
+
+def _warm_up(client: openai.OpenAI) -> None:
+    """Load what openai loads lazily on a first call, so no person's question pays for it.
+
+    The chat resources are imported on first use and the response model's
+    validator is built on first parse: together tens of milliseconds, which
+    the lab clock would turn into seconds of the first question's budget.
+    """
+    from openai.types.chat import ChatCompletion
+
+    client.chat.completions  # noqa: B018 - the attribute access is the import
+
+    ChatCompletion.model_validate({"id": "warm-up", "object": "chat.completion", "created": 0, "model": MODEL,
+                                   "choices": [{"index": 0, "finish_reason": "stop",
+                                                "message": {"role": "assistant", "content": ""}}]})

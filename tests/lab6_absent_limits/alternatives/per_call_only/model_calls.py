@@ -1,0 +1,30 @@
+"""The one place the agents talk to the model: a client, and a helper that asks one question.
+
+The client is the official openai client, made by Kontor's factory
+(kontor.llm.model_client), which takes the same keywords as openai.OpenAI.
+Write durations in production seconds: the factory runs the client's
+waits on the lab clock.
+
+Every option you do not pass is the library's default. Somebody chose
+those numbers, for every program in the world that uses the library; not
+for a person waiting on Kontor's assistant.
+
+Goal: no model call, and no run of model calls, can wait longer than the
+run it belongs to may take (see assistant.py and review.py).
+"""
+
+import logging
+
+from kontor.llm import MODEL, model_client
+
+log = logging.getLogger(__name__)
+
+# A question is three calls and has 45 s: 13 s a call, and no retries (a retry would
+# need time the question does not have). A healthy call rarely takes longer than 13 s.
+client = model_client(timeout=13, max_retries=0)
+
+
+def ask(prompt: str) -> str:
+    """Ask the model one question and return its answer; an openai.APIError when the call fails."""
+    response = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
+    return response.choices[0].message.content

@@ -1,0 +1,49 @@
+"""Hidden checks of lab 6's interactive assistant: the 45 s promise holds on the threads pool, slow provider or not."""
+
+from __future__ import annotations
+
+from budgetlab.stories.lab6 import PROMISE, TOLERANCE, TRY_AGAIN, late
+
+
+def _answered(ending) -> bool:
+    return ending.status == "succeeded" and ending.steps_stored == ending.steps_total
+
+
+def test_questions_are_answered_while_the_provider_is_healthy(afternoon):
+    """While the model answers at its usual pace, every question succeeds with an answer for each step, in time."""
+    problems = []
+    for ending in afternoon.before:
+        if late(ending, PROMISE):
+            problems.append(late(ending, PROMISE))
+        elif not _answered(ending):
+            problems.append(f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
+                            f"{ending.steps_stored} of {ending.steps_total} answers while the model was healthy")
+    assert not problems, f"{len(problems)} of {len(afternoon.before)} questions: " + "; ".join(problems[:3])
+
+
+def test_every_question_ends_within_the_promise_while_the_provider_hangs(afternoon):
+    """While the model hangs, every question still ends within 45 s (+ tolerance): answered, or failed saying try again."""
+    problems = []
+    for ending in afternoon.during:
+        if late(ending, PROMISE):
+            problems.append(late(ending, PROMISE))
+        elif ending.status == "failed" and not TRY_AGAIN.search(ending.message):
+            problems.append(f"{ending.name} failed with '{ending.message}', which does not tell the person "
+                            "to try again")
+        elif ending.status == "succeeded" and ending.steps_stored != ending.steps_total:
+            problems.append(f"{ending.name} ended 'succeeded' with only {ending.steps_stored} of "
+                            f"{ending.steps_total} answers: the person gets an answer the model never gave")
+    assert not problems, (f"{len(problems)} of {len(afternoon.during)} questions asked while the model hung "
+                          f"(promise {PROMISE:g} s, tolerance {TOLERANCE:g} s): " + "; ".join(problems[:3]))
+
+
+def test_no_call_outlives_its_question_and_the_assistant_recovers(afternoon):
+    """Once the slow spell's questions have ended, no thread still waits on the provider, and new questions succeed."""
+    assert afternoon.held_after_spell == 0, (
+        f"once the slow spell's questions were over or past their promise, the worker still held "
+        f"{afternoon.held_after_spell} calls open to the model{' besides the review' if afternoon.review_running else ''}"
+        f" {TOLERANCE:g} s later: threads waiting on answers nobody is waiting for")
+    problems = [late(e, PROMISE) or f"{e.name} ended '{e.status}' ('{e.message}')"
+                for e in afternoon.after if late(e, PROMISE) or not _answered(e)]
+    assert not problems, (f"{len(problems)} of {len(afternoon.after)} questions asked after the model recovered "
+                          "were not answered in time: " + "; ".join(problems[:3]))

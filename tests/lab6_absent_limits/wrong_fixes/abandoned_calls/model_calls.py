@@ -1,0 +1,64 @@
+"""The one place the agents talk to the model: a client, and a helper that asks one question.
+
+The client is the official openai client, made by Kontor's factory
+(kontor.llm.model_client), which takes the same keywords as openai.OpenAI.
+Write durations in production seconds: the factory runs the client's
+waits on the lab clock.
+
+Every option you do not pass is the library's default. Somebody chose
+those numbers, for every program in the world that uses the library; not
+for a person waiting on Kontor's assistant.
+
+Goal: no model call, and no run of model calls, can wait longer than the
+run it belongs to may take (see assistant.py and review.py).
+"""
+
+import concurrent.futures
+import logging
+import time
+
+from kontor import timescale
+from kontor.llm import MODEL, model_client
+
+log = logging.getLogger(__name__)
+
+# The client keeps its defaults; the caller stops waiting instead (see ask). Forty threads
+# in the background, so a slow call never blocks the worker's own threads.
+client = model_client()
+_calls = concurrent.futures.ThreadPoolExecutor(max_workers=40)
+
+# Below this, a call cannot succeed at a healthy pace: do not start it.
+SHORTEST_CALL = 2.0
+
+
+class OutOfTime(Exception):
+    """The run's budget is spent: the caller ends the run, it does not skip a step."""
+
+
+class Deadline:
+    """The production seconds one run may still spend, shared by all its calls."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._ends = time.monotonic() + timescale.to_wall(seconds)
+
+    def left(self) -> float:
+        return timescale.to_production(self._ends - time.monotonic())
+
+
+def ask(prompt: str, deadline: Deadline) -> str:
+    """Ask the model one question within what is left of the run's deadline.
+
+    An openai.APIError when the call fails or times out; OutOfTime when the
+    deadline leaves no time for a call.
+    """
+    left = deadline.left()
+    if left < SHORTEST_CALL:
+        raise OutOfTime(f"{deadline.seconds:g} s budget spent")
+    call = _calls.submit(client.chat.completions.create, model=MODEL,
+                         messages=[{"role": "user", "content": prompt}])
+    try:
+        response = call.result(timeout=timescale.to_wall(min(30.0, left)))
+    except concurrent.futures.TimeoutError:
+        raise OutOfTime("the model did not answer in time") from None
+    return response.choices[0].message.content

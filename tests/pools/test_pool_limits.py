@@ -1,0 +1,95 @@
+"""Which worker pool applies which time limit, measured on real Celery 5.6 workers of every pool.
+
+The docs' concept table (docs/concepts/pools.md) and lab 6 rest on these
+rows. Each test starts a real worker of one pool, sends one task that
+declares a soft and a hard limit and outlives both, and reads how it
+ended. gevent and eventlet are an optional extra (pip install -e
+'.[pools]'); their tests skip, saying why, when the package is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from budgetlab.stack.leases import RedisLease
+from budgetlab.workers import FAST_FLAGS, Environment, WorkerTree, unique_hostname
+
+HERE = Path(__file__).resolve().parent
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
+
+
+def _needs(module: str):
+    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                              reason=f"the {module} pool needs the optional extra: pip install -e '.[pools]'")
+
+
+class ProbeEnvironment(Environment):
+    """The workshop's worker environment without Django: the probe app is plain Celery."""
+
+    def variables(self) -> dict[str, str]:
+        env = super().variables()
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        return env
+
+
+def run_probe(pool: str, tmp_path: Path) -> tuple[str, str, float]:
+    """Run the probe task on a worker of `pool`; return (how it ended, the exception type if any, seconds)."""
+    from celery import Celery
+
+    with RedisLease() as lease:
+        env = ProbeEnvironment(target_dir=HERE, database_url="", broker_url=lease.url)
+        queue = f"pools-{pool}"
+        argv = [sys.executable, "-m", "celery", "-A", "pools_probe", "worker", "-P", pool, "-c", "2", "-Q", queue,
+                "-n", unique_hostname(pool), "-l", "INFO", *FAST_FLAGS]
+        client = Celery("pool-test", broker=lease.url, backend=lease.url, set_as_current=False)
+        client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"])
+        with WorkerTree(argv, env, tmp_path / f"{pool}.log"):
+            started = time.monotonic()
+            result = client.send_task("pools.nap", queue=queue)
+            try:
+                value = result.get(timeout=30, propagate=False)
+            finally:
+                seconds = time.monotonic() - started
+                client.close()
+        if isinstance(value, BaseException):
+            return "raised", type(value).__name__, seconds
+        return value, "", seconds
+
+
+def test_prefork_applies_the_soft_limit(tmp_path):
+    """On prefork, SoftTimeLimitExceeded reaches the task at its soft limit."""
+    ended, _, seconds = run_probe("prefork", tmp_path)
+    assert ended == "soft", f"prefork: the task ended {ended!r} after {seconds:.1f} s"
+
+
+def test_threads_apply_no_limit(tmp_path):
+    """On the threads pool the task runs to its end: neither limit applies."""
+    ended, error, seconds = run_probe("threads", tmp_path)
+    assert ended == "finished", f"threads: the task ended {ended!r} {error} after {seconds:.1f} s"
+
+
+def test_solo_applies_no_limit(tmp_path):
+    """On the solo pool the task runs to its end: neither limit applies."""
+    ended, error, seconds = run_probe("solo", tmp_path)
+    assert ended == "finished", f"solo: the task ended {ended!r} {error} after {seconds:.1f} s"
+
+
+@_needs("gevent")
+def test_gevent_applies_the_hard_limit_only(tmp_path):
+    """On gevent no soft limit reaches the task; the hard limit ends it with TimeLimitExceeded."""
+    ended, error, seconds = run_probe("gevent", tmp_path)
+    assert (ended, error) == ("raised", "TimeLimitExceeded"), (
+        f"gevent: the task ended {ended!r} {error} after {seconds:.1f} s")
+
+
+@_needs("eventlet")
+def test_eventlet_applies_no_limit(tmp_path):
+    """On eventlet (0.41 with Celery 5.6.3) the task runs to its end: neither limit applies, although the pool has
+    code for a hard limit."""
+    ended, error, seconds = run_probe("eventlet", tmp_path)
+    assert ended == "finished", f"eventlet: the task ended {ended!r} {error} after {seconds:.1f} s"
