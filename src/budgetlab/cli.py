@@ -48,7 +48,7 @@ def list_labs() -> None:
 
 
 @app.command("run")
-def play(lab: int = typer.Argument(..., help="Lab number, 1 to 6."),
+def play(lab: int = typer.Argument(..., help="Lab number, as budgetlab list shows it."),
         target: str = typer.Option("labs", help="Whose code plays: labs (yours), solutions, or a folder laid out like labs/.")) -> None:
     """Play lab N's scenario live on the stack with your current code, or another target's."""
     from budgetlab import labs, progress, scenarios, stack, targets
@@ -63,7 +63,7 @@ def play(lab: int = typer.Argument(..., help="Lab number, 1 to 6."),
 
 
 @app.command("check")
-def check(lab: int = typer.Argument(..., help="Lab number, 1 to 6."),
+def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list shows it."),
           target: str = typer.Option("labs", help="What to grade: labs (your code), solutions, or a folder laid out like labs/."),
           fail_fast: bool = typer.Option(False, "--fail-fast", "-x", help="Stop at the first failed check.")) -> None:
     """Run lab N's hidden checks and say which pass."""
@@ -82,7 +82,7 @@ def check(lab: int = typer.Argument(..., help="Lab number, 1 to 6."),
 
 
 @app.command("hint")
-def hint(lab: int = typer.Argument(..., help="Lab number, 1 to 6.")) -> None:
+def hint(lab: int = typer.Argument(..., help="Lab number, as budgetlab list shows it.")) -> None:
     """Show the next hint for lab N (hints are remembered)."""
     from budgetlab import labs, progress
 
@@ -123,7 +123,7 @@ def reset(lab: Optional[int] = typer.Argument(None, help="Lab number to restore.
 
 
 @app.command("solution")
-def solution(lab: int = typer.Argument(..., help="Lab number, 1 to 6."),
+def solution(lab: int = typer.Argument(..., help="Lab number, as budgetlab list shows it."),
              force: bool = typer.Option(False, "--force", help="Show it before the lab has passed (asks first)."),
              yes: bool = typer.Option(False, "--yes", help="With --force: do not ask for confirmation.")) -> None:
     """Show the diff from your files to the reference solution (after the lab passes)."""
