@@ -20,6 +20,7 @@ from kontor import timescale
 # Kombu's defaults, in production seconds, for transports whose settings leave them out.
 VISIBILITY_TIMEOUT = 3600
 RESTORE_INTERVAL = 10
+MUTEX_EXPIRE = 300
 # The compressed sweep never ticks faster than this many wall seconds, so an idle worker's
 # event loop stays cheap; with a throttle of 1 every tick scans, which keeps the delay
 # between a message's expiry and its redelivery a small part of the timeout.
@@ -35,6 +36,9 @@ def lab_clock_transport_options(options: dict) -> dict:
     tick = timescale.to_wall(options.get("unacked_restore_interval", RESTORE_INTERVAL))
     scaled["unacked_restore_interval"] = max(tick, FASTEST_TICK)
     scaled["unacked_restore_throttle"] = 1
+    # A sweep holds a Redis lock while it restores; a worker killed while holding it would
+    # stop every other worker's sweep for five production minutes, not five wall minutes.
+    scaled["unacked_mutex_expire"] = max(timescale.to_wall(options.get("unacked_mutex_expire", MUTEX_EXPIRE)), 0.1)
     return scaled
 
 

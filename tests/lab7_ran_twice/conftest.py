@@ -49,7 +49,9 @@ def day(target_dir, django_ready) -> Day:
             workers = lab7.Day(rig, MODEL_SECONDS)
         except WorkerDidNotStart as exc:
             long_budget()
-            raise CouldNotGrade(f"the workers did not start with the {target_dir.name} code: {exc}") from None
+            # A start-up check may refuse the deployment itself: that is the code's verdict, not a grading failure.
+            raise AssertionError(f"the upload workers did not start with the {target_dir.name} code: "
+                                 f"{exc.tree.last_error() or exc}") from None
         raced = workers.run_raced(SHORT)
         once = workers.run_once(SHORT)
         redelivered = workers.run_redelivered(LONG)

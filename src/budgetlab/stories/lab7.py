@@ -179,17 +179,23 @@ class Day:
     def __init__(self, rig, model_seconds: float, workers: int = 2):
         import redis
 
+        _make_shared_pieces(rig)
         self.rig = rig
         self.queue = rig.queue()
         self.call_log = rig.folder() / "calls.log"
         self.redis = redis.Redis.from_url(rig.broker_url)
-        self.workers = [rig.start_worker([self.queue], MODULES, settings_module=SETTINGS,
-                                         latency_plan=latency_plan(model_seconds),
-                                         extra_env={"KONTOR_CALL_LOG": str(self.call_log)})
-                        for _ in range(workers)]
+        plan = latency_plan(model_seconds)
+        # Started side by side: a worker start is seconds of mostly waiting.
+        waiters = [in_background(lambda: rig.start_worker([self.queue], MODULES, settings_module=SETTINGS,
+                                                          latency_plan=plan,
+                                                          extra_env={"KONTOR_CALL_LOG": str(self.call_log)}),
+                                 _started)
+                   for _ in range(workers)]
+        self.workers = self.started = [wait() for wait in waiters]
 
     def logs(self) -> list[str]:
-        return [tree.text() for tree in self.workers]
+        """Return the log of every worker started, killed ones included."""
+        return [tree.text() for tree in self.started]
 
     def send(self, upload_id: int, task_id: str | None = None) -> str:
         import uuid
@@ -198,11 +204,13 @@ class Day:
         self.rig.client.send_task(TASK, args=[upload_id], queue=self.queue, task_id=task_id)
         return task_id
 
-    def settle(self, task_id: str, upload_id: int, timeout: float) -> bool:
-        """Wait until every delivery of the task has ended and nothing is left to deliver; return whether it did."""
+    def settle(self, task_id: str, timeout: float, killed: int = 0) -> bool:
+        """Wait until every delivery of the task has ended (or was killed) and none is pending; return whether it did."""
         def settled():
             logs = self.logs()
-            return endings(logs, task_id) >= deliveries(logs, task_id) and task_id not in unacked(self.redis).values()
+            came = deliveries(logs, task_id)
+            return (came > 0 and endings(logs, task_id) + killed >= came
+                    and task_id not in unacked(self.redis).values())
         return wait_until(settled, timeout)
 
     def outcome(self, upload_id: int, task_id: str, calls_before: int, **notes) -> Outcome:
@@ -216,7 +224,7 @@ class Day:
         """One upload, one delivery."""
         upload, before = create_upload(files), len(calls(self.call_log))
         task_id = self.send(upload.pk)
-        self.settle(task_id, upload.pk, run_wait())
+        self.settle(task_id, run_wait())
         return self.outcome(upload.pk, task_id, before)
 
     def run_redelivered(self, files: int) -> Outcome:
@@ -232,7 +240,7 @@ class Day:
         alive = False
         if forced and wait_until(lambda: deliveries(self.logs(), task_id) >= 2, SLACK):
             alive = endings(self.logs(), task_id) == 0
-        self.settle(task_id, upload.pk, 2 * run_wait())
+        self.settle(task_id, 2 * run_wait())
         return self.outcome(upload.pk, task_id, before, first_alive_at_second=alive,
                             note="" if forced else "no unacknowledged message to redeliver")
 
@@ -254,11 +262,13 @@ class Day:
             self.send(upload.pk, task_id)
 
             def waiting() -> int:
-                return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                # Runs waiting on the grader's row lock, or on each other (a lock a run takes itself).
+                return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                       "AND pid <> %s AND cardinality(pg_blocking_pids(pid)) > 0",
                                        [holder]).fetchone()[0]
             wait_until(lambda: waiting() + endings(self.logs(), task_id) >= 2, SLACK)
             locker.commit()
-        self.settle(task_id, upload.pk, 2 * run_wait())
+        self.settle(task_id, 2 * run_wait())
         return self.outcome(upload.pk, task_id, before)
 
     def run_killed(self, files: int, kill_after: int) -> Outcome:
@@ -273,12 +283,23 @@ class Day:
         if victim is None or endings(self.logs(), task_id):
             return self.outcome(upload.pk, task_id, before, note="the job ended before its worker could be killed")
         victim.kill()
-        self.workers.remove(victim)
+        self.workers = [tree for tree in self.workers if tree is not victim]
         from budgetlab import clock
 
         wait_until(lambda: BulkUpload.objects.get(pk=upload.pk).is_final, clock.to_wall(TAKEOVER) + SLACK)
-        self.settle(task_id, upload.pk, run_wait())
+        self.settle(task_id, run_wait(), killed=1)
         return self.outcome(upload.pk, task_id, before)
+
+
+def _make_shared_pieces(rig) -> None:
+    """Make the rig's database, lease and folder here, before worker starts in threads could each make their own."""
+    rig.database_url, rig.broker_url, rig.folder()
+
+
+def _started(tree, refused):
+    if refused is not None:
+        raise refused
+    return tree
 
 
 def run_wait() -> float:
@@ -313,40 +334,58 @@ class StartAttempt:
 
 
 def start_with_long_budget(rig, settings_module: str = SETTINGS):
-    """Return a started-in-the-background attempt: call its result() for the StartAttempt.
+    """Start, in the background, a worker that loads one more task with a ten-day budget; return a waiter.
 
-    The worker loads the lab's modules and one more task whose hard limit
-    is ten days; a deployment check should refuse to start it. It runs in
-    a thread beside other work, because a worker start costs seconds.
+    A deployment check should refuse to start such a worker. Calling the
+    returned function waits for the attempt and returns a StartAttempt;
+    the rig kills the worker when it closes, whether it started or not.
     """
-    import threading
-
-    from budgetlab.workers import WorkerTree, celery_argv, unique_hostname
-
+    _make_shared_pieces(rig)
     folder = rig.folder() / "long-budget"
     folder.mkdir(exist_ok=True)
     (folder / "lab7_year_end.py").write_text(_LONG_MODULE)
-    env = rig.environment([*MODULES, "lab7_year_end"], settings_module,
-                          extra_env={"PYTHONPATH": os.pathsep.join([str(rig.target_dir), str(folder)])})
-    tree = WorkerTree(celery_argv([rig.queue()], unique_hostname("preflight")), env, folder / "worker.log")
-    outcome: dict = {}
+    path = os.pathsep.join([str(rig.target_dir), str(folder)])
+    return in_background(lambda: rig.start_worker([rig.queue()], [*MODULES, "lab7_year_end"], settings_module=settings_module,
+                                                  extra_env={"PYTHONPATH": path}, log=folder / "worker.log"),
+                         _attempt)
 
-    def attempt():
+
+def _attempt(tree, refused) -> StartAttempt:
+    if refused is not None:
+        tree = refused.tree
+    code = tree.proc.poll() if tree.proc is not None else None
+    return StartAttempt(started=refused is None, returncode=code, output=tree.text())
+
+
+def in_background(start, read):
+    """Run `start` (a worker start, seconds of work) in a thread; return a function that waits and reads it.
+
+    `read(tree, refused)` gets the started tree, or the WorkerDidNotStart
+    the start raised.
+    """
+    import threading
+
+    from budgetlab.rig import WorkerDidNotStart
+
+    box: dict = {}
+
+    def run():
         try:
-            tree.start(timeout=30.0)
-            outcome["started"] = True
-        except Exception:  # the refusal this attempt hopes for; the tree is already stopped
-            outcome["started"] = False
+            box["tree"] = start()
+        except WorkerDidNotStart as exc:
+            box["refused"] = exc
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
 
-    thread = threading.Thread(target=attempt, daemon=True)
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
 
-    def result() -> StartAttempt:
+    def wait():
         thread.join()
-        tree.kill()
-        code = tree.proc.returncode if tree.proc is not None else None
-        return StartAttempt(started=outcome.get("started", False), returncode=code, output=tree.text())
-    return result
+        if "error" in box:
+            raise box["error"]
+        return read(box.get("tree"), box.get("refused"))
+    return wait
 
 
 def configured_visibility_timeout(settings_module: str = SETTINGS) -> float:
