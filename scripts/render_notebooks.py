@@ -26,9 +26,13 @@ def render(source: Path, target: Path) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
+    from budgetlab import database
+
     notebook = nbformat.read(source, as_version=4)
-    NotebookClient(notebook, timeout=180, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(source.parent)}}).execute()
+    # The kernel inherits Kontor's database from this process: a scratch copy, dropped after.
+    with database.kontor_pointed_at_scratch("notebook"):
+        NotebookClient(notebook, timeout=180, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(source.parent)}}).execute()
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
     return target

@@ -8,8 +8,8 @@ wrote, and can put them in their failed state so a person can act on them.
     python -m lab2_swallowed_limit.rescue                 # list the stuck jobs
     python -m lab2_swallowed_limit.rescue --mark-failed   # and end them as failed
 
-It reads the database that KONTOR_DATABASE_URL names (the workshop's by
-default). Nothing here is yours to change in this lab.
+It reads the database that KONTOR_DATABASE_URL names (for the workshop's:
+eval "$(budgetlab stack env)"). Nothing here is yours to change in this lab.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def subsystems() -> list[tuple[str, type[BatchJob], object, str, str]]:
 
 def stuck_jobs(now: datetime.datetime | None = None) -> list[Stuck]:
     """Return the jobs still in their running state that started longer ago than their task's hard limit."""
-    from budgetlab import clock
+    from kontor import timescale
     from django.utils import timezone
     from kontor.books.selectors import jobs_stuck
 
@@ -60,7 +60,7 @@ def stuck_jobs(now: datetime.datetime | None = None) -> list[Stuck]:
         hard = task.time_limit or app.conf.task_time_limit
         if not hard:
             continue  # without a hard limit nothing kills the task, so "too old" has no line to cross
-        older_than = datetime.timedelta(seconds=clock.to_wall(hard))
+        older_than = datetime.timedelta(seconds=timescale.to_wall(hard))
         for job in jobs_stuck(model, older_than, now):
             found.append(Stuck(label, job, getattr(job, related).count(), unit, float(hard)))
     return found
@@ -76,11 +76,11 @@ def mark_failed(stuck: Stuck) -> None:
 
 def report(found: list[Stuck], now: datetime.datetime) -> list[str]:
     """Return the lines that describe the stuck jobs, one per job and a summary."""
-    from budgetlab import clock
+    from kontor import timescale
 
     lines = []
     for stuck in found:
-        age = clock.to_production((now - stuck.job.started_at).total_seconds())
+        age = timescale.to_production((now - stuck.job.started_at).total_seconds())
         lines.append(f"{stuck.label} {stuck.job.pk}: '{stuck.job.status}' for {age:,.0f} s "
                      f"(hard limit {stuck.hard_limit:g} s), {stuck.progress()} written, "
                      f"{_plural(len(stuck.job.failures), 'item')} failed")

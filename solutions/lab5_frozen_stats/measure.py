@@ -1,7 +1,8 @@
 """The command Kontor measured with: print a table's scan rate for each window.
 
-Run it from the labs/ folder, with the stack up:
+Run it from the labs/ folder, with the stack up and Kontor pointed at it:
 
+    eval "$(../.venv/bin/budgetlab stack env)"
     ../.venv/bin/python -m lab5_frozen_stats.measure books_category --window 1 --windows 5
 """
 
@@ -23,9 +24,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--window must be above 0 and --windows at least 1")
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
+    from django.core.exceptions import ImproperlyConfigured
     from django.db import DatabaseError
-
-    from budgetlab.errors import BudgetlabError
 
     try:
         import django
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         from lab5_frozen_stats import sampler
 
         rates = sampler.scan_rates(args.table, args.window, args.windows)
-    except (LookupError, BudgetlabError, DatabaseError) as exc:
+    except (LookupError, ImproperlyConfigured, DatabaseError) as exc:
         print(f"error: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
         return 2
     for number, rate in enumerate(rates, 1):

@@ -248,6 +248,20 @@ def stack_down(remove_copies: bool = typer.Option(
             console.print(f"removed {folder}")
 
 
+@stack_app.command("env")
+def stack_env() -> None:
+    """Print the variables that point Kontor at the stack, for: eval "$(budgetlab stack env)"."""
+    import shlex
+
+    from budgetlab import clock, stack
+
+    # Kontor reads only its own variables (it never imports budgetlab): these are its seams.
+    variables = {"KONTOR_DATABASE_URL": stack.lab_database_url(), "KONTOR_BROKER_URL": stack.redis_url(0),
+                 "KONTOR_TIME_SCALE": str(clock.factor()), "DJANGO_SETTINGS_MODULE": "kontor.settings"}
+    for name, value in variables.items():
+        typer.echo(f"export {name}={shlex.quote(value)}")
+
+
 @stack_app.command("status")
 def stack_status() -> None:
     """Show each server's version, URL and PID."""

@@ -60,6 +60,9 @@ def _check_stack(report) -> None:
             report(info["password"], f"{name} admits only the stack's password (in .budgetlab/secrets.json, "
                    "readable by your account only)",
                    "it was started before the stack had passwords: 'budgetlab stack down', then 'budgetlab stack up'")
+        if server.kind == "postgres" and not server.external:
+            report(_lab_role_is_plain(server.url), f"lab code connects as role '{stack.LAB_ROLE}', which owns the "
+                   "workshop's tables and is no superuser", "run 'budgetlab stack up' to create the role")
         if not server.external and not _port_is_ours(server):
             report(False, f"{name}'s port is used by another program", "run 'budgetlab stack down' then 'budgetlab stack up'")
         if server.kind == "postgres":
@@ -123,3 +126,16 @@ def _check_stale_workers(report) -> None:
                 stale.append(int(entry.name))
     report(not stale, "no stale Celery workers from an earlier run" if not stale else f"stale workers: {stale}",
            f"stop them with 'kill {' '.join(map(str, stale))}'" if stale else "")
+
+
+def _lab_role_is_plain(url: str) -> bool:
+    import psycopg
+
+    from budgetlab import stack
+
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", [stack.LAB_ROLE]).fetchone()
+    except psycopg.Error:
+        return False
+    return row is not None and not row[0]

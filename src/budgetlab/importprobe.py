@@ -49,7 +49,7 @@ class ImportProbe:
             return
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", checkreport.VARIABLE)}
         env.update(PYTHONPATH=os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])]),
-                   DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_DATABASE_URL=stack.database_url(),
+                   DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_DATABASE_URL=stack.lab_database_url(),
                    KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen([sys.executable, "-c", _PROBE, *self._files], stdout=self._out,
                                      stderr=self._err, stdin=subprocess.DEVNULL, env=env, cwd=root,

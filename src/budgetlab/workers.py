@@ -51,14 +51,18 @@ class Environment:
             KONTOR_BROKER_URL=self.broker_url,
             KONTOR_RESULT_BACKEND=self.broker_url,
             KONTOR_TASK_MODULES=",".join(self.modules),
+            KONTOR_WORKER_POOL="budgetlab.pool:TaskPool",
             BUDGETLAB_CLOCK=str(clock.factor()),
             PYTHONUNBUFFERED="1",
         )
         if self.settings_module:
             env["KONTOR_CELERY_SETTINGS"] = self.settings_module
         if self.latency_plan:
-            env["BUDGETLAB_LATENCY_PLAN"] = str(self.latency_plan)
+            env["KONTOR_LATENCY_PLAN"] = str(self.latency_plan)
         env.update(self.extra)
+        # Kontor's own seams for the workshop's clock and pool (Kontor never imports budgetlab):
+        # its stand-ins sleep on the same clock the pool scales the limits by, overrides included.
+        env["KONTOR_TIME_SCALE"] = env["BUDGETLAB_CLOCK"]
         return env
 
 

@@ -7,13 +7,27 @@ learner's), KONTOR_TASK_MODULES the comma-separated task modules.
 import os
 
 import django
+from celery import bootsteps
+
+from kontor.broker import KontorCelery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
 django.setup()
-
-from kontor.broker import KontorCelery  # noqa: E402  (after Django is set up)
 
 app = KontorCelery("kontor")
 app.config_from_object(os.environ.get("KONTOR_CELERY_SETTINGS", "kontor.celeryconfig"))
 _modules = [m.strip() for m in os.environ.get("KONTOR_TASK_MODULES", "").split(",") if m.strip()]
 app.conf.include = [*app.conf.include, *_modules]
+
+
+
+class RequireBroker(bootsteps.Step):
+    """Refuse to start a worker that names no broker, rather than fall back to Celery's localhost default."""
+
+    def __init__(self, worker, **kwargs) -> None:
+        if not worker.app.conf.broker_url:
+            raise SystemExit("KONTOR_BROKER_URL is not set; name Kontor's Redis, e.g. redis://127.0.0.1:6379/5")
+        super().__init__(worker, **kwargs)
+
+
+app.steps["worker"].add(RequireBroker)

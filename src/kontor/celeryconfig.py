@@ -3,16 +3,9 @@
 import os
 
 
-def _broker_url() -> str:
-    explicit = os.environ.get("KONTOR_BROKER_URL")
-    if explicit:
-        return explicit
-    from budgetlab import stack
-
-    return stack.redis_url(0)
-
-
-broker_url = _broker_url()
+# No default: a guessed redis://localhost could be somebody else's Redis. A process that
+# only imports tasks may leave it unset; a worker refuses to start without it (celery_app).
+broker_url = os.environ.get("KONTOR_BROKER_URL")
 result_backend = os.environ.get("KONTOR_RESULT_BACKEND", broker_url)
 # JSON only: the workshop's messages must be readable by a person inspecting Redis.
 task_serializer = "json"
@@ -20,8 +13,9 @@ result_serializer = "json"
 accept_content = ["json"]
 # Results carry the task's name, args and worker, so a result read back names what ran where.
 result_extended = True
-# The lab clock lives here, not in learner code: prefork with scaled time limits.
-worker_pool = "budgetlab.pool:TaskPool"
+# Celery's prefork pool unless the deployment names another: the workshop names its
+# lab-clock pool (prefork with time limits scaled like the rest of its clock).
+worker_pool = os.environ.get("KONTOR_WORKER_POOL", "prefork")
 # One message at a time per child: long model-calling tasks must not sit reserved behind
 # a busy child while another one idles.
 worker_prefetch_multiplier = 1

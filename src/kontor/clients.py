@@ -1,14 +1,14 @@
-"""Stand-ins for the language model and the OCR service, on the lab clock.
+"""Stand-ins for the language model and the OCR service, on Kontor's time scale.
 
-Their latencies follow `budgetlab.latency` and are deterministic per item
+Their latencies follow `kontor.latency` and are deterministic per item
 key and seed. A scenario can pin latencies, or make an item's call fail,
-with a plan file named by BUDGETLAB_LATENCY_PLAN:
+with a plan file named by KONTOR_LATENCY_PLAN:
 
     {"seed": 7,
      "model": {"default": 5.5, "keys": {"row-341": 40.0}, "fail": ["row-12"]},
      "ocr":   {"default": 0.03}}
 
-All latencies are production seconds; the sleep is scaled by the lab clock.
+All latencies are production seconds; the sleep follows `kontor.timescale`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import hashlib
 import json
 import os
 
-from budgetlab import clock
-from budgetlab.latency import MODEL_CALL, OCR_CALL, LatencyModel, keyed_rng
+from kontor import timescale
+from kontor.latency import MODEL_CALL, OCR_CALL, LatencyModel, keyed_rng
 
 
 class ModelError(Exception):
@@ -37,9 +37,9 @@ def _plan(path: str) -> dict:
 
 
 def _section(kind: str) -> tuple[dict, int]:
-    path = os.environ.get("BUDGETLAB_LATENCY_PLAN")
+    path = os.environ.get("KONTOR_LATENCY_PLAN")
     plan = _plan(path) if path else {}
-    return plan.get(kind, {}), int(plan.get("seed", os.environ.get("BUDGETLAB_SEED", 7)))
+    return plan.get(kind, {}), int(plan.get("seed", os.environ.get("KONTOR_LATENCY_SEED", 7)))
 
 
 def latency(kind: str, key: str) -> float:
@@ -76,7 +76,7 @@ def model_complete(prompt: str, *, key: str) -> str:
     which is what Kontor's prompts ask for.
     """
     _log_call("model", key)
-    clock.sleep(latency("model", key))
+    timescale.sleep(latency("model", key))
     if _fails("model", key):
         raise ModelError(f"model service returned 502 for {key}")
     digest = hashlib.sha1(prompt.encode()).hexdigest()[:8]
@@ -85,7 +85,7 @@ def model_complete(prompt: str, *, key: str) -> str:
 
 def ocr_read(content: str, *, key: str) -> str:
     """Read a document's text, as the OCR service would, in tens of production milliseconds."""
-    clock.sleep(latency("ocr", key))
+    timescale.sleep(latency("ocr", key))
     if _fails("ocr", key):
         raise OcrError(f"OCR could not read {key}")
     return " ".join(content.split())

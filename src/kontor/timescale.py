@@ -1,7 +1,9 @@
-"""Kontor's view of the lab clock: how many wall seconds one production second takes.
+"""Kontor's time scale: how many wall seconds one production second takes in this process.
 
-KONTOR_TIME_SCALE sets the factor (1, real time, when unset); the
-workshop's workers also carry it as BUDGETLAB_CLOCK, read as a fallback.
+Kontor's code and its stand-in services keep production numbers (a 600 s
+soft limit, a 5.5 s model call). A development set-up may compress time by
+setting KONTOR_TIME_SCALE (0.005 makes a 600 s budget last 3 wall seconds);
+unset, or 1, is real time. The workshop sets it for every worker it starts.
 """
 
 from __future__ import annotations
@@ -11,13 +13,21 @@ import time
 
 
 def factor() -> float:
-    """Return the wall seconds one production second takes."""
-    raw = os.environ.get("KONTOR_TIME_SCALE") or os.environ.get("BUDGETLAB_CLOCK") or "1"
-    return float(raw)
+    """Return the wall seconds one production second takes (0 < factor <= 1)."""
+    raw = os.environ.get("KONTOR_TIME_SCALE", "")
+    if not raw:
+        return 1.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"KONTOR_TIME_SCALE={raw!r} is not a number; use e.g. 0.005, or 1 for real time") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"KONTOR_TIME_SCALE={raw!r} must be above 0 and at most 1 (1 is real time)")
+    return value
 
 
 def to_wall(production_seconds: float | None) -> float | None:
-    """Convert a production duration to wall seconds; None stays None."""
+    """Convert a production duration to wall seconds; None (no limit) stays None."""
     return None if production_seconds is None else production_seconds * factor()
 
 
@@ -27,5 +37,5 @@ def to_production(wall_seconds: float | None) -> float | None:
 
 
 def sleep(production_seconds: float) -> None:
-    """Sleep for a production duration on the lab clock."""
+    """Sleep for a production duration on this process's time scale."""
     time.sleep(production_seconds * factor())

@@ -3,7 +3,7 @@
 import random
 import statistics
 
-from budgetlab.latency import MODEL_CALL, OCR_CALL, keyed_rng
+from kontor.latency import MODEL_CALL, OCR_CALL, keyed_rng
 
 
 def _quantile(samples: list[float], q: float) -> float:

@@ -196,6 +196,15 @@ def test_embedded_servers_admit_only_the_stacks_password(private_stack):
     host = postgres_url.split("@", 1)[1]
     with psycopg.connect(f"postgresql://budgetlab:{secrets['postgres']}@{host}", connect_timeout=5) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+    # Lab code connects as a role of its own that owns the workshop's tables and is no superuser.
+    with psycopg.connect(f"postgresql://kontor:{secrets['lab-role']}@{host.split('/')[0]}/kontor", connect_timeout=5,
+                         autocommit=True) as lab:
+        assert lab.execute("SELECT rolsuper, rolcreatedb FROM pg_roles WHERE rolname = current_user").fetchone() \
+            == (False, False)
+        assert lab.execute("UPDATE books_category SET name = name").rowcount > 0
+        lab.execute("SELECT pg_stat_force_next_flush()")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            lab.execute("CREATE DATABASE not_for_lab_code")
     port = recorded["redis"]["port"]
     with pytest.raises(redis.AuthenticationError):
         redis.Redis(port=port).ping()

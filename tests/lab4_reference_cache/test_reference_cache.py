@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from lab4_workload import TABLE_READS
 
-from budgetlab import database, stack
+from budgetlab import clock, database, stack
 from budgetlab.grading import CouldNotGrade
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
@@ -29,9 +29,10 @@ def probe_process(target_dir):
     """Start the in-process probe (lab4_probe.py) at once, on a database of its own, while a worker starts."""
     stack.require()
     url = database.scratch_database("lab4")
-    env = {name: value for name, value in os.environ.items() if name != "BUDGETLAB_LATENCY_PLAN"}
+    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
     env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
-               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe")
+               KONTOR_DATABASE_URL=url, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_APP_NAME="lab4-probe",
+               KONTOR_TIME_SCALE=str(clock.factor()), KONTOR_BROKER_URL=stack.redis_url(0))
     process = subprocess.Popen([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield process

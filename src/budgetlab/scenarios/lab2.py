@@ -35,7 +35,7 @@ from rich.text import Text
 
 from budgetlab import clock, database
 from budgetlab.errors import BudgetlabError
-from budgetlab.latency import MODEL_CALL, keyed_rng
+from kontor.latency import MODEL_CALL, keyed_rng
 from budgetlab.stack.leases import RedisLease
 from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 

@@ -75,10 +75,13 @@ def run_batch(target_dir: Path, database_url: str, documents: int = DOCUMENTS, t
     """
     import psycopg
 
-    env = {name: value for name, value in os.environ.items() if name != "BUDGETLAB_LATENCY_PLAN"}
+    from budgetlab import clock, stack
+
+    env = {name: value for name, value in os.environ.items() if name != "KONTOR_LATENCY_PLAN"}
     env.update(PYTHONPATH=os.pathsep.join([str(target_dir), *filter(None, [env.get("PYTHONPATH")])]),
                KONTOR_DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="kontor.settings",
-               KONTOR_APP_NAME="lab4-batch", PYTHONUNBUFFERED="1")
+               KONTOR_APP_NAME="lab4-batch", KONTOR_TIME_SCALE=str(clock.factor()),
+               KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
     with psycopg.connect(database_url, autocommit=True) as sampler:
         scans_before, read_before = _table_counters(sampler)
         proc = subprocess.Popen([sys.executable, "-m", __name__, str(documents), str(transactions)], env=env,

@@ -82,6 +82,23 @@ def database_url(name: str | None = None) -> str:
     return urlunsplit(parts._replace(path="/" + (name or database_name())))
 
 
+# The role lab code connects as on the embedded PostgreSQL: it owns the workshop's databases
+# and their tables, and is not a superuser. On an external server, lab code uses DATABASE_URL's role.
+LAB_ROLE = "kontor"
+
+
+def lab_role() -> str | None:
+    """Return the non-superuser role lab code connects as, or None when DATABASE_URL's role is used."""
+    return None if require()["postgres"].external else LAB_ROLE
+
+
+def lab_database_url(name: str | None = None) -> str:
+    """Return the URL lab code (workers, Kontor's processes) uses for a database of the stack."""
+    url = database_url(name)
+    role = lab_role()
+    return secrets.with_password(url, secrets.password("lab-role"), user=role) if role else url
+
+
 def redis_url(db: int = 0) -> str:
     """Return a URL for a numbered database on the stack's Redis."""
     server = require()["redis"]

@@ -15,7 +15,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from budgetlab.paths import state_dir
 
-KINDS = ("postgres", "redis")
+# The two servers, and the role lab code connects as on the embedded PostgreSQL.
+KINDS = ("postgres", "redis", "lab-role")
 
 
 def secrets_file() -> Path:
@@ -23,13 +24,16 @@ def secrets_file() -> Path:
 
 
 def password(kind: str) -> str:
-    """Return the server's password, creating the file (readable by its owner only) on first use."""
+    """Return a password of the stack's, creating the file (readable by its owner only) or the entry on first use."""
     path = secrets_file()
     try:
-        return json.loads(path.read_text())[kind]
-    except (OSError, ValueError, KeyError):
-        pass
-    chosen = {name: secrets.token_urlsafe(24) for name in KINDS}
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if kind in known:
+        return known[kind]
+    # Only the missing ones are chosen: a server already started keeps the password it has.
+    chosen = {**{name: secrets.token_urlsafe(24) for name in KINDS}, **known}
     fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         json.dump(chosen, out)
