@@ -79,6 +79,14 @@ RULES: dict[str, Rule] = {
             "returns the frozen first snapshot.",
             "bl005-two-pg_stat-reads-in-one-transaction",
         ),
+        Rule(
+            "BL007",
+            7,
+            "acks-late-past-visibility-timeout",
+            "On a Redis broker, an acks_late task's hard time limit, or a countdown, "
+            "reaches the visibility timeout, so the message is delivered again.",
+            "bl007-a-budget-that-reaches-the-visibility-timeout",
+        ),
     )
 }
 
