@@ -34,7 +34,11 @@ def trial(day: lab7.Day, factor: float) -> float | None:
 
 
 def main(trials: int) -> None:
-    factor = lab7.use_lab_clock()
+    with lab7.lab_clock() as factor:
+        measure(trials, factor)
+
+
+def measure(trials: int, factor: float) -> None:
     from budgetlab import clock
     from budgetlab.paths import labs_root
     from budgetlab.rig import Rig

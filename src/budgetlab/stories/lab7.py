@@ -8,6 +8,7 @@ database, billed model calls in the stand-in's call log).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,13 +33,25 @@ UNACKED = "unacked"
 UNACKED_INDEX = "unacked_index"
 
 
-def use_lab_clock() -> float:
-    """Put this process (and the workers it starts) on lab 7's clock, unless one was chosen; return the factor."""
+@contextlib.contextmanager
+def lab_clock():
+    """Put this process (and the workers it starts) on lab 7's clock for the block, unless one was chosen.
+
+    Yields the factor in force; the environment is as it was afterwards.
+    """
+    saved = {name: os.environ.get(name) for name in ("BUDGETLAB_CLOCK", "KONTOR_TIME_SCALE")}
     os.environ.setdefault("BUDGETLAB_CLOCK", str(CLOCK))
     os.environ["KONTOR_TIME_SCALE"] = os.environ["BUDGETLAB_CLOCK"]
     from budgetlab import clock
 
-    return clock.factor()
+    try:
+        yield clock.factor()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def latency_plan(model_seconds: float) -> dict:
