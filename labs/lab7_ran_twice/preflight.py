@@ -5,9 +5,10 @@ loudly: the job is simply delivered again, an hour later, to another
 worker. Nobody notices until customers do.
 
 Goal: a worker refuses to start (it exits with an error instead of
-becoming ready) when any task it would run has a hard time limit at or
-above the broker's visibility timeout, and the message it prints names
-both numbers, so whoever deploys knows which one to change.
+becoming ready) when any task it would run has a hard time limit, or a
+retry delay (the countdown `self.retry()` waits by default), at or above
+the broker's visibility timeout, and the message it prints names both
+numbers, so whoever deploys knows which one to change.
 """
 
 from celery.signals import worker_init

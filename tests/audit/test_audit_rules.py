@@ -27,8 +27,9 @@ EXPECTED = {
     "bad/lab4/prompts.py": [(7, "BL004"), (13, "BL004")],
     "bad/lab4/tasks.py": [(23, "BL004")],
     "bad/lab5/stats.py": [(22, "BL005"), (31, "BL005"), (40, "BL005")],
-    # Budgets of two hours and of exactly one hour, and a fortnight's countdown, against the default hour.
-    "bad/lab7/tasks.py": [(8, "BL007"), (13, "BL007"), (24, "BL007")],
+    # Budgets of two hours and of exactly one hour, a fortnight's countdown and a two-day retry delay,
+    # against the default hour.
+    "bad/lab7/tasks.py": [(8, "BL007"), (13, "BL007"), (24, "BL007"), (37, "BL007")],
     # Tasks declared through a function and a class that wrap shared_task, and
     # through a decorator named in the fixtures' task-decorators setting.
     "bad/classes/own_decorators.py": [(29, "BL003"), (35, "BL003"), (41, "BL003")],

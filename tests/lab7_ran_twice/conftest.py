@@ -27,6 +27,7 @@ class Day:
     redelivered: lab7.Outcome
     killed: lab7.Outcome
     long_budget: lab7.StartAttempt
+    long_retry: lab7.StartAttempt
     visibility_timeout: float
 
 
@@ -41,12 +42,13 @@ def day(target_dir, django_ready) -> Day:
             visibility_timeout = lab7.configured_visibility_timeout()
         except Exception as exc:  # the learner's settings are graded only if they import
             raise CouldNotGrade(f"{lab7.SLUG}/settings.py does not import: {type(exc).__name__}: {exc}") from None
-        # The start-up check's worker boots beside the day's two.
-        long_budget = lab7.start_with_long_budget(rig)
+        # The start-up check's workers boot beside the day's two.
+        long_budget = lab7.start_with_long_budget(rig, "budget")
+        long_retry = lab7.start_with_long_budget(rig, "retry")
         try:
             workers = lab7.Day(rig, MODEL_SECONDS)
         except WorkerDidNotStart as exc:
-            long_budget()
+            long_budget(), long_retry()
             # A start-up check may refuse the deployment itself: that is the code's verdict, not a grading failure.
             raise AssertionError(f"the upload workers did not start with the {target_dir.name} code: "
                                  f"{exc.tree.last_error() or exc}") from None
@@ -55,4 +57,4 @@ def day(target_dir, django_ready) -> Day:
         redelivered = workers.run_redelivered(LONG)
         killed = workers.run_killed(LONG, KILL_AFTER)
         return Day(raced=raced, once=once, redelivered=redelivered, killed=killed, long_budget=long_budget(),
-                   visibility_timeout=visibility_timeout)
+                   long_retry=long_retry(), visibility_timeout=visibility_timeout)

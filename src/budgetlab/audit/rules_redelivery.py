@@ -5,7 +5,8 @@ once it is older than `visibility_timeout` (3600 s unless the transport
 options set it), whether or not its first worker still runs it. The rule
 reads every audited module at once: the settings that turn acks_late on,
 name the broker and set the timeout; the tasks' decorators; and the
-countdowns passed to apply_async() and retry(). Nothing is imported or run.
+countdowns passed to apply_async() and retry() or set as a task's
+default_retry_delay. Nothing is imported or run.
 """
 
 from __future__ import annotations
@@ -140,6 +141,11 @@ def _task(display: str, node, constants: dict, project: _Project) -> None:
         own_acks = own.value is True if isinstance(own, ast.Constant) else None
         project.tasks.append((display, decorator.lineno, decorator.col_offset + 1, decorator.end_lineno or 0,
                               task_name, limit, own_acks))
+        # self.retry() without a countdown waits default_retry_delay: a countdown all the same.
+        delay = _number(keywords["default_retry_delay"], constants) if "default_retry_delay" in keywords else None
+        if delay is not None:
+            project.countdowns.append((display, decorator.lineno, decorator.col_offset + 1, decorator.end_lineno or 0,
+                                       delay))
         return
 
 

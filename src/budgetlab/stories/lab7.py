@@ -322,11 +322,14 @@ def run_wait() -> float:
     return clock.to_wall(HARD_LIMIT) + SLACK
 
 
-# The start-up check, tried with a budget above any sensible visibility timeout.
+# The start-up check, tried with a budget, and with a retry countdown, above any sensible visibility timeout.
 
 LONG_TASK = "kontor.reports.year_end_close"
 LONG_LIMIT = 864_000  # ten days, in production seconds
-_LONG_MODULE = f'''"""A year-end report with a ten-day budget: a budget no visibility timeout should sit below."""
+RETRY_TASK = "kontor.reminders.send_payment_reminder"
+RETRY_DELAY = 1_209_600  # fourteen days
+_EXTRA_MODULES = {
+    "budget": f'''"""A year-end report with a ten-day budget: a budget no visibility timeout should sit below."""
 
 from kontor.celery_app import app
 
@@ -334,7 +337,17 @@ from kontor.celery_app import app
 @app.task(name="{LONG_TASK}", time_limit={LONG_LIMIT})
 def year_end_close() -> None:
     """Close the books of a year."""
-'''
+''',
+    "retry": f'''"""A payment reminder retried a fortnight later: a countdown no visibility timeout should sit below."""
+
+from kontor.celery_app import app
+
+
+@app.task(name="{RETRY_TASK}", time_limit=600, default_retry_delay={RETRY_DELAY}, bind=True)
+def send_payment_reminder(self, invoice_id: int) -> None:
+    """Remind a customer of an unpaid invoice; try again in two weeks if the mail server refuses."""
+''',
+}
 
 
 @dataclass
@@ -346,19 +359,22 @@ class StartAttempt:
     output: str
 
 
-def start_with_long_budget(rig, settings_module: str = SETTINGS):
-    """Start, in the background, a worker that loads one more task with a ten-day budget; return a waiter.
+def start_with_long_budget(rig, kind: str = "budget", settings_module: str = SETTINGS):
+    """Start, in the background, a worker that loads one more task; return a waiter for the attempt.
 
-    A deployment check should refuse to start such a worker. Calling the
-    returned function waits for the attempt and returns a StartAttempt;
-    the rig kills the worker when it closes, whether it started or not.
+    The extra task has a ten-day hard limit (kind "budget") or a
+    fourteen-day retry delay (kind "retry"); a deployment check should
+    refuse to start such a worker. Calling the returned function waits
+    and returns a StartAttempt; the rig kills the worker when it closes,
+    whether it started or not.
     """
     _make_shared_pieces(rig)
-    folder = rig.folder() / "long-budget"
+    folder = rig.folder() / f"long-{kind}"
     folder.mkdir(exist_ok=True)
-    (folder / "lab7_year_end.py").write_text(_LONG_MODULE)
+    module = f"lab7_long_{kind}"
+    (folder / f"{module}.py").write_text(_EXTRA_MODULES[kind])
     path = os.pathsep.join([str(rig.target_dir), str(folder)])
-    return in_background(lambda: rig.start_worker([rig.queue()], [*MODULES, "lab7_year_end"], settings_module=settings_module,
+    return in_background(lambda: rig.start_worker([rig.queue()], [*MODULES, module], settings_module=settings_module,
                                                   extra_env={"PYTHONPATH": path}, log=folder / "worker.log"),
                          _attempt)
 
