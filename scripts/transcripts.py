@@ -120,6 +120,19 @@ _LAB4_BENCHMARK = (
     (r"(T (?:s|ms) +T (?:s|ms) +)[\d,]+x", r"\1Rx"),
 )
 
+# Lab 7's timeline and counts follow the load: when the sweep ran, how far the first run got,
+# how often the message came; the task id is new on every run.
+_LAB7 = (
+    (r"^ +[\d,]+  ", "T  "),
+    (r"\b[0-9a-f]{8}\b", "ID"),
+    (r"upload \d+ sent", "upload N sent"),
+    (r"\(\d+ files counted", "(N files counted"),
+    (r"│ +[\d,]+ │ measured", "│ T │ measured"),
+    (r"\b\d+ (documents|booked|letter|model calls|letters|of its|run)", r"N \1"),
+    (r"delivered \d+x", "delivered Nx"),
+    (r"\.txt \d+x", ".txt Nx"),
+)
+
 TRANSCRIPTS: tuple[Transcript, ...] = (
     Transcript("budgetlab-list", ("budgetlab", "list"), env=_fresh_progress("list")),
     Transcript("budgetlab-doctor", ("budgetlab", "doctor"), env=_fresh_progress("doctor"),
@@ -138,15 +151,18 @@ TRANSCRIPTS: tuple[Transcript, ...] = (
                env=_fresh_progress("lab2-check-starter"), masks=(_WRITTEN,)),
     Transcript("lab6-check-starter", ("budgetlab", "check", "6"), exit_code=1,
                env=_fresh_progress("lab6-check-starter"), masks=_LAB6),
+    Transcript("lab7-check-starter", ("budgetlab", "check", "7"), exit_code=1,
+               env=_fresh_progress("lab7-check-starter"), masks=_LAB7),
     *(
         Transcript(f"lab{number}-check-solution", ("budgetlab", "check", str(number), "--target", "solutions"),
                    env=_fresh_progress(f"lab{number}-check-solution"))
-        for number in (1, 2, 3, 4, 5, 6)
+        for number in (1, 2, 3, 4, 5, 6, 7)
     ),
     *(
         Transcript(f"lab{number}-run-{kind}", ("budgetlab", "run", str(number), *target),
                    masks=masks, unordered=number == 2, env=_fresh_progress(f"lab{number}-run-{kind}"))
-        for number, masks in ((1, _LAB1_RUN), (2, _LAB2_RUN), (3, ()), (4, _LAB4_RUN), (5, _LAB5_RUN), (6, _LAB6))
+        for number, masks in ((1, _LAB1_RUN), (2, _LAB2_RUN), (3, ()), (4, _LAB4_RUN), (5, _LAB5_RUN), (6, _LAB6),
+                              (7, _LAB7))
         for kind, target in (("starter", ()), ("solution", ("--target", "solutions")))
     ),
     # One round keeps the suite's re-run short; the page says how to ask for medians.

@@ -57,12 +57,25 @@ def _fails(kind: str, key: str) -> bool:
     return key in section.get("fail", ())
 
 
+def _log_call(kind: str, key: str) -> None:
+    """Append one line per billed call to KONTOR_CALL_LOG, if set: the stand-in's bill, read by lab 7."""
+    path = os.environ.get("KONTOR_CALL_LOG")
+    if path:
+        # One short write in append mode: lines from concurrent worker children never interleave.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{kind} {key} pid={os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+
+
 def model_complete(prompt: str, *, key: str) -> str:
     """Ask the model; takes production seconds from the latency model, then answers.
 
     The answer names the category whose keywords overlap the prompt most,
     which is what Kontor's prompts ask for.
     """
+    _log_call("model", key)
     timescale.sleep(latency("model", key))
     if _fails("model", key):
         raise ModelError(f"model service returned 502 for {key}")

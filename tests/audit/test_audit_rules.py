@@ -1,4 +1,4 @@
-"""The five rules on the fixture files: each bad file gives exactly its findings, good ones none."""
+"""The rules on the fixture files: each bad file gives exactly its findings, good ones none."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ EXPECTED = {
     "bad/lab5/stats.py": [(22, "BL005"), (31, "BL005"), (40, "BL005")],
     "bad/lab6/celeryconfig.py": [(6, "BL006")],
     "bad/lab6/worker.sh": [(3, "BL006")],
+    # Budgets of two hours and of exactly one hour, a fortnight's countdown and a two-day retry delay,
+    # against the default hour.
+    "bad/lab7/tasks.py": [(8, "BL007"), (13, "BL007"), (24, "BL007"), (37, "BL007")],
     # Tasks declared through a function and a class that wrap shared_task, and
     # through a decorator named in the fixtures' task-decorators setting.
     "bad/classes/own_decorators.py": [(29, "BL003"), (35, "BL003"), (41, "BL003")],
@@ -50,6 +53,7 @@ POINTS_AT = {
     "BL004": ("Category", "models.Category"),
     "BL005": ("cursor.execute", "read_scans"),
     "BL006": ("worker_pool", "-P"),
+    "BL007": ("shared_task", "send_reminder.apply_async"),
 }
 
 # A task whose loop swallows its soft limit: one BL002 wherever it is audited.
@@ -477,3 +481,34 @@ def test_bl002_ranks_by_the_soft_limit_it_found(tmp_path, arguments, extra, expe
     findings = [finding for finding in audit([str(tmp_path)]).findings if finding.code == "BL002"]
     found = [(finding.severity, finding.message.rsplit("(", 1)[1].rstrip(")")) for finding in findings]
     assert found == expected, [finding.message for finding in findings]
+
+
+RABBITMQ_PROJECT = """\
+from celery import Celery
+
+app = Celery("billing", broker="amqp://guest@localhost//")
+app.conf.update(task_acks_late=True)
+
+
+@app.task(time_limit=4 * 3600)
+def close_year():
+    return None
+"""
+
+
+def test_bl007_leaves_brokers_with_their_own_acknowledgements_alone(tmp_path):
+    """A four-hour acks_late task on RabbitMQ is not reported: RabbitMQ does not redeliver to a live consumer."""
+    (tmp_path / "billing.py").write_text(RABBITMQ_PROJECT)
+    assert audit([str(tmp_path)]).findings == []
+    (tmp_path / "billing.py").write_text(RABBITMQ_PROJECT.replace("amqp://guest@localhost//", "redis://cache:6379/1"))
+    [finding] = audit([str(tmp_path)]).findings
+    assert finding.code == "BL007" and "14400 s" in finding.message and "3600 s" in finding.message
+
+
+def test_bl007_reads_the_timeout_from_conf_update_and_names_it(tmp_path):
+    """A visibility timeout set through app.conf.update counts, and the finding names the configured number."""
+    (tmp_path / "app.py").write_text(RABBITMQ_PROJECT.replace(
+        "amqp://guest@localhost//", "redis://cache:6379/1").replace(
+        "task_acks_late=True)", "task_acks_late=True, broker_transport_options={'visibility_timeout': 4 * 3600})"))
+    [finding] = audit([str(tmp_path)]).findings
+    assert "14400 s" in finding.message and "(visibility_timeout)" in finding.message

@@ -87,6 +87,14 @@ RULES: dict[str, Rule] = {
             "apply the time limits its tasks declare.",
             "bl006-a-pool-that-does-not-apply-the-time-limits",
         ),
+        Rule(
+            "BL007",
+            7,
+            "acks-late-past-visibility-timeout",
+            "On a Redis broker, an acks_late task's hard time limit, or a countdown, "
+            "reaches the visibility timeout, so the message is delivered again.",
+            "bl007-a-budget-that-reaches-the-visibility-timeout",
+        ),
     )
 }
 

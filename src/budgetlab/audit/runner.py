@@ -15,6 +15,7 @@ from budgetlab.audit.pyfacts import collect
 from budgetlab.audit.rules_launch import check_launch_file
 from budgetlab.audit.rules_pool import declared_soft_limits, launch_pools, message, pool_settings
 from budgetlab.audit.rules_python import check_python
+from budgetlab.audit.rules_redelivery import check_redelivery
 from budgetlab.audit.sources import (
     Unreadable,
     decode_text,
@@ -110,7 +111,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
 
     enabled = set().union(*(config.enabled for _, _, config in work)) if work else set()
     if modules and enabled - {"BL001"}:
-        for finding in check_python(modules, enabled, worker_limits):
+        for finding in _python_findings(modules, enabled, worker_limits, python_sources):
             data, config = python_sources[finding.path]
             if finding.code not in config.enabled:
                 continue
@@ -143,6 +144,14 @@ def _pool_findings(pools, modules, worker_limits, python_sources, result) -> lis
             result.sources.setdefault(finding.path, [])
         found.append(dataclasses.replace(finding, message=message(finding.message, pool, declared)))
     return found
+
+
+def _python_findings(modules, enabled: set[str], worker_limits, python_sources: dict):
+    """The Python rules' findings; BL007 parses the modules again, as the facts keep no settings."""
+    yield from check_python(modules, enabled, worker_limits)
+    if "BL007" in enabled:
+        yield from check_redelivery([(display, parse_python(data, display))
+                                     for display, (data, _) in python_sources.items()])
 
 
 def _capitalised(reason: str) -> str:

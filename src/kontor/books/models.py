@@ -1,4 +1,4 @@
-"""Kontor's tables: reference data, bookkeeping records and the three kinds of batch job."""
+"""Kontor's tables: reference data, bookkeeping records, the three kinds of batch job and the letters sent."""
 
 from __future__ import annotations
 
@@ -188,3 +188,18 @@ class AgentStep(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="agent_step_once")]
+
+
+class Letter(models.Model):
+    """A letter Kontor sent a customer, such as the note that an upload's receipts are booked.
+
+    A letter that went out cannot be taken back: two rows for one upload
+    mean the customer got two letters.
+    """
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    bulk_upload = models.ForeignKey(BulkUpload, null=True, blank=True, on_delete=models.CASCADE,
+                                    related_name="letters")
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+    sent_at = models.DateTimeField(auto_now_add=True)

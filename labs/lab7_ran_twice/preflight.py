@@ -1,0 +1,20 @@
+"""The deployment's start-up check, run by every worker before it takes a message.
+
+A budget that reaches the broker's visibility timeout does not fail
+loudly: the job is simply delivered again, an hour later, to another
+worker. Nobody notices until customers do.
+
+Goal: a worker refuses to start (it exits with an error instead of
+becoming ready) when any task it would run has a hard time limit, or a
+retry delay (the countdown `self.retry()` waits by default), at or above
+the broker's visibility timeout, and the message it prints names both
+numbers, so whoever deploys knows which one to change.
+"""
+
+from celery.signals import worker_init
+
+
+@worker_init.connect
+def refuse_unsafe_budgets(sender=None, **kwargs) -> None:
+    """Stop the worker before it starts if a task could outlive the broker's visibility timeout."""
+    # TODO: compare the longest hard time limit with the visibility timeout.

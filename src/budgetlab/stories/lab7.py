@@ -1,0 +1,426 @@
+"""Lab 7's story: bulk uploads on acks_late workers, and how to force, watch and count a second delivery.
+
+`budgetlab run 7` and the hidden graders share this module: the workload,
+the lab's clock, how a redelivery is forced through kombu's own restore
+path, and how a job's effects are counted (documents and letters in the
+database, billed model calls in the stand-in's call log).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+SLUG = "lab7_ran_twice"
+TASK = "kontor.uploads.process_upload"
+MODULES = [f"{SLUG}.uploads", f"{SLUG}.preflight"]
+SETTINGS = f"{SLUG}.settings"
+# The budgets and the broker default the lab is about, in production seconds.
+HARD_LIMIT = 7200
+DEFAULT_VISIBILITY_TIMEOUT = 3600
+# Lab 7 waits for hour-long timeouts, so it runs on a faster clock than the other labs
+# (5,000x: an hour is 0.72 wall seconds), unless BUDGETLAB_CLOCK says otherwise.
+CLOCK = 0.0002
+POLL = 0.01
+# Kombu's Redis keys for unacknowledged messages (the transport's defaults, no prefix).
+UNACKED = "unacked"
+UNACKED_INDEX = "unacked_index"
+
+
+@contextlib.contextmanager
+def lab_clock():
+    """Put this process (and the workers it starts) on lab 7's clock for the block, unless one was chosen.
+
+    Yields the factor in force; the environment is as it was afterwards.
+    """
+    saved = {name: os.environ.get(name) for name in ("BUDGETLAB_CLOCK", "KONTOR_TIME_SCALE")}
+    os.environ.setdefault("BUDGETLAB_CLOCK", str(CLOCK))
+    os.environ["KONTOR_TIME_SCALE"] = os.environ["BUDGETLAB_CLOCK"]
+    from budgetlab import clock
+
+    try:
+        yield clock.factor()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def latency_plan(model_seconds: float) -> dict:
+    """Return a latency plan where every model call takes `model_seconds` production seconds."""
+    return {"seed": 7, "model": {"default": model_seconds}, "ocr": {"default": 0.03}}
+
+
+def create_upload(files: int):
+    """Create a bulk upload as Kontor's web process does before it sends the task."""
+    from kontor import datagen
+    from kontor.books.models import BulkUpload, Company
+
+    company = Company.objects.order_by("id").first()
+    return BulkUpload.objects.create(company=company, files=datagen.document_batch(7, files))
+
+
+@dataclass
+class Effects:
+    """What one upload left behind: documents per file, letters, model calls per file, its row."""
+
+    upload_id: int
+    files: int
+    status: str
+    items_done: int
+    documents: Counter  # filename -> rows
+    letters: int
+    model_calls: Counter  # "file-N" -> billed calls
+
+    @property
+    def duplicated_files(self) -> list[str]:
+        return sorted(name for name, count in self.documents.items() if count > 1)
+
+    @property
+    def missing_files(self) -> int:
+        return self.files - len(self.documents)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.model_calls.values())
+
+
+def read_effects(upload_id: int, call_log: Path, calls_before: int = 0) -> Effects:
+    """Count an upload's documents and letters in the database and its billed model calls in the call log.
+
+    The call log names files, not uploads: the calls counted are those
+    after the first `calls_before`, when this upload's runs were the only ones.
+    """
+    from kontor.books.models import BulkUpload, Document, Letter
+
+    upload = BulkUpload.objects.get(pk=upload_id)
+    names = {file["filename"] for file in upload.files}
+    documents = Counter(Document.objects.filter(bulk_upload=upload).values_list("filename", flat=True))
+    keys = {f"file-{n}" for n in range(1, len(upload.files) + 1)}
+    return Effects(upload_id=upload_id, files=len(names), status=upload.status, items_done=upload.items_done,
+                   documents=documents, letters=Letter.objects.filter(bulk_upload=upload).count(),
+                   model_calls=Counter(key for key in calls(call_log)[calls_before:] if key in keys))
+
+
+def calls(call_log: Path) -> list[str]:
+    """Return the keys of the model calls in a call log, in order."""
+    try:
+        lines = call_log.read_text().splitlines()
+    except OSError:
+        return []
+    return [line.split()[1] for line in lines if line.startswith("model ")]
+
+
+def unacked(redis_client) -> dict[str, str]:
+    """Return the broker's unacknowledged messages, delivery tag -> task id."""
+    found = {}
+    for tag, raw in redis_client.hgetall(UNACKED).items():
+        message = json.loads(raw)[0]
+        found[tag.decode()] = message.get("headers", {}).get("id", "")
+    return found
+
+
+def age_unacked(redis_client, task_id: str) -> int:
+    """Make the task's unacknowledged message look years old; kombu's next sweep redelivers it.
+
+    Only the score of kombu's own index changes: the worker's restore
+    timer finds the message, takes it back and puts it on its queue,
+    exactly as it does when the visibility timeout really runs out.
+    """
+    tags = [tag for tag, owner in unacked(redis_client).items() if owner == task_id]
+    if tags:
+        redis_client.zadd(UNACKED_INDEX, {tag: time.time() - 10 * 365 * 86400 for tag in tags})
+    return len(tags)
+
+
+_RECEIVED = "Task {task}[{id}] received"
+
+
+def deliveries(logs: list[str], task_id: str) -> int:
+    """Return how many times workers logged receiving the task's message, over all their logs."""
+    return sum(text.count(_RECEIVED.format(task=TASK, id=task_id)) for text in logs)
+
+
+def endings(logs: list[str], task_id: str) -> int:
+    """Return how many runs of the task the workers logged as ended (returned or raised)."""
+    pattern = re.compile(rf"Task {re.escape(TASK)}\[{re.escape(task_id)}\] (succeeded|raised)")
+    return sum(len(pattern.findall(text)) for text in logs)
+
+
+def wait_until(predicate, timeout: float) -> bool:
+    """Poll `predicate` for up to `timeout` wall seconds; return whether it held."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+
+
+# The day the graders replay, and `budgetlab run 7` shows: two workers on one queue.
+
+# Wall seconds of slack for worker starts and a busy machine on top of any production wait.
+SLACK = 5.0
+# A killed job must be finished by another worker within this many production seconds:
+# a visibility timeout a few hours above the longest budget does it, one of days does not.
+TAKEOVER = 6 * 3600
+
+
+@dataclass
+class Outcome:
+    """How one delivery plan went: the effects, how often the message came, and what the workers logged."""
+
+    effects: Effects
+    deliveries: int
+    ended: bool  # the upload reached a final state
+    first_alive_at_second: bool = False  # a second delivery arrived while the first run still worked
+    note: str = ""
+
+
+class Day:
+    """Two workers with the target's code on one queue, a shared call log, and the broker's Redis."""
+
+    def __init__(self, rig, model_seconds: float, workers: int = 2):
+        import redis
+
+        _make_shared_pieces(rig)
+        self.rig = rig
+        self.queue = rig.queue()
+        self.call_log = rig.folder() / "calls.log"
+        self.redis = redis.Redis.from_url(rig.broker_url)
+        plan = latency_plan(model_seconds)
+        # Started side by side: a worker start is seconds of mostly waiting.
+        waiters = [in_background(lambda: rig.start_worker([self.queue], MODULES, settings_module=SETTINGS,
+                                                          latency_plan=plan,
+                                                          extra_env={"KONTOR_CALL_LOG": str(self.call_log)}),
+                                 _started)
+                   for _ in range(workers)]
+        self.workers = self.started = [wait() for wait in waiters]
+
+    def logs(self) -> list[str]:
+        """Return the log of every worker started, killed ones included."""
+        return [tree.text() for tree in self.started]
+
+    def send(self, upload_id: int, task_id: str | None = None) -> str:
+        import uuid
+
+        task_id = task_id or str(uuid.uuid4())
+        self.rig.client.send_task(TASK, args=[upload_id], queue=self.queue, task_id=task_id)
+        return task_id
+
+    def settle(self, task_id: str, timeout: float, killed: int = 0) -> bool:
+        """Wait until every delivery of the task has ended (or was killed) and none is pending; return whether it did."""
+        def settled():
+            logs = self.logs()
+            came = deliveries(logs, task_id)
+            return (came > 0 and endings(logs, task_id) + killed >= came
+                    and task_id not in unacked(self.redis).values())
+        return wait_until(settled, timeout)
+
+    def outcome(self, upload_id: int, task_id: str, calls_before: int, **notes) -> Outcome:
+        from kontor.books.models import BulkUpload
+
+        effects = read_effects(upload_id, self.call_log, calls_before)
+        return Outcome(effects=effects, deliveries=deliveries(self.logs(), task_id),
+                       ended=BulkUpload.objects.get(pk=upload_id).is_final, **notes)
+
+    def run_once(self, files: int) -> Outcome:
+        """One upload, one delivery."""
+        upload, before = create_upload(files), len(calls(self.call_log))
+        task_id = self.send(upload.pk)
+        self.settle(task_id, run_wait())
+        return self.outcome(upload.pk, task_id, before)
+
+    def run_redelivered(self, files: int) -> Outcome:
+        """One upload whose message kombu restores (forced through its own sweep) while the first run works."""
+        from kontor.books.models import BulkUpload
+
+        upload, before = create_upload(files), len(calls(self.call_log))
+        task_id = self.send(upload.pk)
+        # acks_late=False acknowledges on receipt: then there is nothing the broker could redeliver.
+        wait_until(lambda: task_id in unacked(self.redis).values() and BulkUpload.objects.get(pk=upload.pk).items_done
+                   or endings(self.logs(), task_id), run_wait())
+        forced = age_unacked(self.redis, task_id)
+        alive = False
+        if forced and wait_until(lambda: deliveries(self.logs(), task_id) >= 2, SLACK):
+            alive = endings(self.logs(), task_id) == 0
+        self.settle(task_id, 2 * run_wait())
+        return self.outcome(upload.pk, task_id, before, first_alive_at_second=alive,
+                            note="" if forced else "no unacknowledged message to redeliver")
+
+    def run_raced(self, files: int) -> Outcome:
+        """One message delivered twice at once to two idle workers, both let go at the same moment.
+
+        The upload's row is locked while both deliveries start, so any run
+        that writes to it waits; the lock goes once both runs wait on it or
+        have ended, and they then race for the upload.
+        """
+        import psycopg
+
+        upload, before = create_upload(files), len(calls(self.call_log))
+        with psycopg.connect(self.rig.database_url) as locker, \
+                psycopg.connect(self.rig.database_url, autocommit=True) as watcher:
+            locker.execute("SELECT id FROM books_bulkupload WHERE id = %s FOR UPDATE", [upload.pk])
+            holder = locker.info.backend_pid
+            task_id = self.send(upload.pk)
+            self.send(upload.pk, task_id)
+
+            def waiting() -> int:
+                # Runs waiting on the grader's row lock, or on each other (a lock a run takes itself).
+                return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                       "AND pid <> %s AND cardinality(pg_blocking_pids(pid)) > 0",
+                                       [holder]).fetchone()[0]
+            wait_until(lambda: waiting() + endings(self.logs(), task_id) >= 2, SLACK)
+            locker.commit()
+        self.settle(task_id, 2 * run_wait())
+        return self.outcome(upload.pk, task_id, before)
+
+    def run_killed(self, files: int, kill_after: int) -> Outcome:
+        """One upload whose worker is SIGKILLed (master and child) after `kill_after` files."""
+        from kontor.books.models import BulkUpload
+
+        upload, before = create_upload(files), len(calls(self.call_log))
+        task_id = self.send(upload.pk)
+        wait_until(lambda: BulkUpload.objects.get(pk=upload.pk).items_done >= kill_after
+                   or endings(self.logs(), task_id), run_wait())
+        victim = next((tree for tree in self.workers if deliveries([tree.text()], task_id)), None)
+        if victim is None or endings(self.logs(), task_id):
+            return self.outcome(upload.pk, task_id, before, note="the job ended before its worker could be killed")
+        victim.kill()
+        self.workers = [tree for tree in self.workers if tree is not victim]
+        from budgetlab import clock
+
+        wait_until(lambda: BulkUpload.objects.get(pk=upload.pk).is_final, clock.to_wall(TAKEOVER) + SLACK)
+        self.settle(task_id, run_wait(), killed=1)
+        return self.outcome(upload.pk, task_id, before)
+
+
+def _make_shared_pieces(rig) -> None:
+    """Make the rig's database, lease and folder here, before worker starts in threads could each make their own."""
+    rig.database_url, rig.broker_url, rig.folder()
+
+
+def _started(tree, refused):
+    if refused is not None:
+        raise refused
+    return tree
+
+
+def run_wait() -> float:
+    """Return how long one run may take at most, in wall seconds: its hard limit and some slack."""
+    from budgetlab import clock
+
+    return clock.to_wall(HARD_LIMIT) + SLACK
+
+
+# The start-up check, tried with a budget, and with a retry countdown, above any sensible visibility timeout.
+
+LONG_TASK = "kontor.reports.year_end_close"
+LONG_LIMIT = 864_000  # ten days, in production seconds
+RETRY_TASK = "kontor.reminders.send_payment_reminder"
+RETRY_DELAY = 1_209_600  # fourteen days
+_EXTRA_MODULES = {
+    "budget": f'''"""A year-end report with a ten-day budget: a budget no visibility timeout should sit below."""
+
+from kontor.celery_app import app
+
+
+@app.task(name="{LONG_TASK}", time_limit={LONG_LIMIT})
+def year_end_close() -> None:
+    """Close the books of a year."""
+''',
+    "retry": f'''"""A payment reminder retried a fortnight later: a countdown no visibility timeout should sit below."""
+
+from kontor.celery_app import app
+
+
+@app.task(name="{RETRY_TASK}", time_limit=600, default_retry_delay={RETRY_DELAY}, bind=True)
+def send_payment_reminder(self, invoice_id: int) -> None:
+    """Remind a customer of an unpaid invoice; try again in two weeks if the mail server refuses."""
+''',
+}
+
+
+@dataclass
+class StartAttempt:
+    """How a worker that loads one task with a ten-day budget fared: did it start, its exit status, its output."""
+
+    started: bool
+    returncode: int | None
+    output: str
+
+
+def start_with_long_budget(rig, kind: str = "budget", settings_module: str = SETTINGS):
+    """Start, in the background, a worker that loads one more task; return a waiter for the attempt.
+
+    The extra task has a ten-day hard limit (kind "budget") or a
+    fourteen-day retry delay (kind "retry"); a deployment check should
+    refuse to start such a worker. Calling the returned function waits
+    and returns a StartAttempt; the rig kills the worker when it closes,
+    whether it started or not.
+    """
+    _make_shared_pieces(rig)
+    folder = rig.folder() / f"long-{kind}"
+    folder.mkdir(exist_ok=True)
+    module = f"lab7_long_{kind}"
+    (folder / f"{module}.py").write_text(_EXTRA_MODULES[kind])
+    path = os.pathsep.join([str(rig.target_dir), str(folder)])
+    return in_background(lambda: rig.start_worker([rig.queue()], [*MODULES, module], settings_module=settings_module,
+                                                  extra_env={"PYTHONPATH": path}, log=folder / "worker.log"),
+                         _attempt)
+
+
+def _attempt(tree, refused) -> StartAttempt:
+    if refused is not None:
+        tree = refused.tree
+    code = tree.proc.poll() if tree.proc is not None else None
+    return StartAttempt(started=refused is None, returncode=code, output=tree.text())
+
+
+def in_background(start, read):
+    """Run `start` (a worker start, seconds of work) in a thread; return a function that waits and reads it.
+
+    `read(tree, refused)` gets the started tree, or the WorkerDidNotStart
+    the start raised.
+    """
+    import threading
+
+    from budgetlab.rig import WorkerDidNotStart
+
+    box: dict = {}
+
+    def run():
+        try:
+            box["tree"] = start()
+        except WorkerDidNotStart as exc:
+            box["refused"] = exc
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def wait():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return read(box.get("tree"), box.get("refused"))
+    return wait
+
+
+def configured_visibility_timeout(settings_module: str = SETTINGS) -> float:
+    """Return the visibility timeout the target's settings configure, in production seconds."""
+    import importlib
+
+    settings = importlib.import_module(settings_module)
+    options = getattr(settings, "broker_transport_options", None) or {}
+    return options.get("visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT)
