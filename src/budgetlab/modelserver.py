@@ -38,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
+from budgetlab.stack import process
 from kontor.latency import MODEL_CALL, keyed_rng
 
 SLOW_PATTERN = ("hang", "slow_body", "hang", "rate_limit", "server_error")
@@ -293,14 +294,8 @@ class ModelService:
 
     def stop(self) -> None:
         """Stop the service by its PID; SIGKILL if it does not leave within two seconds."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            process.end_child(self.proc, signal.SIGTERM, grace=2)
 
     def _call(self, path: str, payload: dict | None = None) -> dict:
         data = None if payload is None else json.dumps(payload).encode()

@@ -6,7 +6,8 @@ import importlib
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, OVERSIZED, counts_in
+from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, OVERSIZED
+from budgetlab.stories.reading import counts_in
 
 
 def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):

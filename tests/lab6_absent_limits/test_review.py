@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from budgetlab.stories.lab6 import REVIEW_BUDGET, REVIEW_TOLERANCE, counts_in, late
+from budgetlab.stories.lab6 import REVIEW_BUDGET, REVIEW_TOLERANCE, late
+from budgetlab.stories.reading import counts_in
 
 
 def test_the_review_ends_at_its_budget_with_its_count(afternoon):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import FAST_FLAGS, Environment, WorkerTree, unique_hostname
+from budgetlab.rig import Rig
+from budgetlab.workers import FAST_FLAGS, unique_hostname
 
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
@@ -28,37 +28,24 @@ def _needs(module: str):
                               reason=f"the {module} pool needs the optional extra: pip install -e '.[pools]'")
 
 
-class ProbeEnvironment(Environment):
-    """The workshop's worker environment without Django: the probe app is plain Celery."""
-
-    def variables(self) -> dict[str, str]:
-        env = super().variables()
-        env.pop("DJANGO_SETTINGS_MODULE", None)
-        return env
-
-
 def run_probe(pool: str, tmp_path: Path) -> tuple[str, str, float]:
     """Run the probe task on a worker of `pool`; return (how it ended, the exception type if any, seconds)."""
-    from celery import Celery
-
-    with RedisLease() as lease:
-        env = ProbeEnvironment(target_dir=HERE, database_url="", broker_url=lease.url)
-        queue = f"pools-{pool}"
+    with Rig(HERE, label="pools") as rig:
+        queue = rig.queue()
         argv = [sys.executable, "-m", "celery", "-A", "pools_probe", "worker", "-P", pool, "-c", "2", "-Q", queue,
                 "-n", unique_hostname(pool), "-l", "INFO", *FAST_FLAGS]
-        client = Celery("pool-test", broker=lease.url, backend=lease.url, set_as_current=False)
-        client.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"])
-        with WorkerTree(argv, env, tmp_path / f"{pool}.log"):
-            started = time.monotonic()
-            result = client.send_task("pools.nap", queue=queue)
-            try:
-                value = result.get(timeout=30, propagate=False)
-            finally:
-                seconds = time.monotonic() - started
-                client.close()
-        if isinstance(value, BaseException):
-            return "raised", type(value).__name__, seconds
-        return value, "", seconds
+        # The probe app is plain Celery: no Django settings for it to load.
+        rig.start_worker([queue], [], argv=argv, extra_env={"DJANGO_SETTINGS_MODULE": None},
+                         log=tmp_path / f"{pool}.log")
+        started = time.monotonic()
+        result = rig.client.send_task("pools.nap", queue=queue)
+        try:
+            value = result.get(timeout=30, propagate=False)
+        finally:
+            seconds = time.monotonic() - started
+    if isinstance(value, BaseException):
+        return "raised", type(value).__name__, seconds
+    return value, "", seconds
 
 
 def test_prefork_applies_the_soft_limit(tmp_path):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from budgetlab.board import client, payload
+from budgetlab.stack import process
 
 
 class RoomBoard:
@@ -71,15 +72,7 @@ class RoomBoard:
 
     def stop(self) -> int | None:
         """Press Ctrl-C on the board and return its exit code (killed by PID if it does not stop)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        return self.proc.returncode
+        return None if self.proc is None else process.end_child(self.proc, signal.SIGINT, grace=30)
 
     def output(self) -> str:
         return "\n".join(self.lines)

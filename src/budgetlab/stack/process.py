@@ -143,6 +143,19 @@ def stop_pid(pid: int, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:
         time.sleep(0.02)
 
 
+def end_child(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace: float = 2.0) -> int | None:
+    """Ask a child process to leave with `sig`, SIGKILL it after `grace` seconds; return its exit code."""
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(sig)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return proc.returncode
+
+
 def _reap(pid: int) -> None:
     # A server started by this very process must be reaped, or it stays a zombie.
     try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from dataclasses import dataclass, field
 
 from budgetlab import clock
@@ -25,7 +24,6 @@ SLUG = "lab2_swallowed_limit"
 SEED = 7
 # How long after a task's hard limit a check still waits before it calls the task stuck, in wall seconds.
 MARGIN = 1.5
-POLL = 0.02
 
 
 @dataclass(frozen=True)
@@ -233,28 +231,6 @@ def read_ending(spec: Spec, job, result) -> Ending:
                   result_text=repr(value) if value is not None else "", ready=result.ready())
 
 
-def wait_until(predicate, deadline: float) -> bool:
-    """Poll `predicate` until it holds or the monotonic `deadline` passes; return whether it held."""
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL)
-
-
 def hard_deadline(sent_at: float) -> float:
     """Return the wall time by which every task must have ended: the latest hard limit plus a margin."""
     return sent_at + max(clock.to_wall(kind.hard) for kind in KINDS) + MARGIN
-
-
-COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
-
-
-def counts_in(message: str) -> tuple[int, int] | None:
-    """Return the (done, total) pair a message states, as in "timed out after 340 of 1,772 rows"."""
-    match = COUNT.search(message)
-    if not match:
-        return None
-    done, total = (int(re.sub(r"[,.]", "", group)) for group in match.groups())
-    return done, total

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from budgetlab.stories.reading import wait_until
 from kontor.datagen import TODAY
 
 SLUG = "lab3_poisoned_queryset"
@@ -126,18 +126,8 @@ def sweep(client, worker, queue: str, task: str, timeout: float = 30.0, **option
     error = "" if result.state == "SUCCESS" else type(result.result).__name__
     # The worker writes its "succeeded"/"raised" line just after storing the result.
     ended = re.compile(rf"\[{result.id}\] (succeeded|raised)|Hard time limit .* exceeded for \S+\[{result.id}\]")
-    wait_until(lambda: ended.search(worker.text()), 5.0)
+    wait_until(lambda: ended.search(worker.text()), time.monotonic() + 5.0)
     return Run(task, result.state, error, records_of(worker.text(), result.id))
-
-
-def wait_until(predicate: Callable[[], object], seconds: float) -> object:
-    """Poll every 20 ms until predicate returns something true or the wall deadline passes."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(0.02)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from budgetlab import clock
+from budgetlab.stories.reading import wait_until
 from budgetlab.workers import FAST_FLAGS, unique_hostname
 
 SLUG = "lab6_absent_limits"
@@ -57,7 +58,6 @@ def to_production(wall_seconds: float) -> float:
 # Wall seconds a check waits beyond a promise and its tolerance before it reads what happened:
 # a late ending is measured, not guessed, as long as it arrives within this.
 SLACK = 2.0
-POLL = 0.02
 
 # A healthy provider answers each call in this many production seconds: a question of three steps
 # takes about 12 s, the review's thirty steps about 120 s, both well inside their budgets.
@@ -135,16 +135,6 @@ def all_final(*run_ids: int) -> bool:
     return final.count() == len(set(run_ids))
 
 
-def wait_until(predicate, deadline: float) -> bool:
-    """Poll `predicate` until it holds or the monotonic `deadline` passes; return whether it held."""
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL)
-
-
 def worker_argv(queue: str, hostname: str) -> list[str]:
     """The worker's command line: no pool or concurrency flag, so the lab's settings decide both."""
     return [sys.executable, "-m", "celery", "-A", "kontor.celery_app", "worker", "-Q", queue, "-n", hostname,
@@ -152,18 +142,6 @@ def worker_argv(queue: str, hostname: str) -> list[str]:
 
 
 TRY_AGAIN = re.compile(r"try\s+again", re.IGNORECASE)
-COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
-
-
-def counts_in(message: str) -> tuple[int, int] | None:
-    """Return the (done, total) pair a message states, as in "timed out after 12 of 60 steps"."""
-    match = COUNT.search(message)
-    if not match:
-        return None
-    done, total = (int(re.sub(r"[,.]", "", group)) for group in match.groups())
-    return done, total
-
-
 def late(ending: Ending, promise: float) -> str | None:
     """Describe how an ending missed its promise; None if it kept it.
 

@@ -1,0 +1,30 @@
+"""What several stories read the same way: a state waited on (never a sleep), and the "N of M" a job's message states."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+# How often a wait looks again, in wall seconds: often enough that a check does not idle.
+POLL = 0.02
+COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
+
+
+def wait_until(predicate: Callable[[], object], deadline: float) -> bool:
+    """Poll `predicate` until it holds or the monotonic `deadline` passes; return whether it held."""
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+
+
+def counts_in(message: str) -> tuple[int, int] | None:
+    """Return the (done, total) pair a message states, as in "timed out after 340 of 1,772 rows"."""
+    match = COUNT.search(message)
+    if not match:
+        return None
+    done, total = (int(re.sub(r"[,.]", "", group)) for group in match.groups())
+    return done, total
