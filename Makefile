@@ -47,7 +47,7 @@ workshop: venv ## Set up everything, start the stack, and show the labs
 	@echo "Begin with lab 1:  .venv/bin/budgetlab run 1   (then edit, and: .venv/bin/budgetlab check 1)"
 
 test: venv venv-celery57 ## Set up everything and run the whole suite
-	@$(BIN)/python -m budgetlab.testrun $(PYTEST_ARGS)
+	@$(BIN)/python -m budgetlab.commands.testrun $(PYTEST_ARGS)
 
 test-external: ## make test, then the external tests again on this machine's PostgreSQL 15 and Redis 7 (what CI runs)
 	@BUDGETLAB_EXTERNAL=1 $(MAKE) --no-print-directory test

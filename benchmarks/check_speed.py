@@ -30,7 +30,8 @@ def timed(*args: str) -> tuple[float, int]:
 def check_in_process(lab) -> tuple[float, float, int]:
     """Return wall seconds, the floor (time inside the checks and their fixtures: worker starts,
     scenarios on the lab clock, database copies) and the exit code."""
-    from budgetlab import checking, targets
+    from budgetlab import targets
+    from budgetlab.commands import checking
 
     started = time.perf_counter()
     outcome = checking.grade(lab, targets.resolve("solutions"))

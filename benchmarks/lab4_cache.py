@@ -31,7 +31,7 @@ def tree(value: str) -> Path:
 
 
 def measure(target: Path):
-    from budgetlab.rig import Rig
+    from budgetlab.harness.rig import Rig
     from budgetlab.scenarios.lab4 import run_batch
 
     with Rig(target, label="bench4") as rig:
@@ -53,8 +53,9 @@ def main() -> int:
     parser.add_argument("--uncached", default="labs", help="tree with the uncached lookups (default labs)")
     parser.add_argument("--cached", default="solutions", help="tree with the cached lookups (default solutions)")
     args = parser.parse_args()
-    from budgetlab import clock, stack
+    from budgetlab import stack
     from budgetlab.errors import BudgetlabError
+    from budgetlab.inworker import clock
     from budgetlab.scenarios.lab4 import DOCUMENTS, TRANSACTIONS, BatchFailed
 
     trees = {"uncached": tree(args.uncached), "cached": tree(args.cached)}

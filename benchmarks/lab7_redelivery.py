@@ -39,9 +39,9 @@ def main(trials: int) -> None:
 
 
 def measure(trials: int, factor: float) -> None:
-    from budgetlab import clock
+    from budgetlab.harness.rig import Rig
+    from budgetlab.inworker import clock
     from budgetlab.paths import labs_root
-    from budgetlab.rig import Rig
 
     from kontor import broker
 

@@ -13,8 +13,9 @@ import time
 import uuid
 from pathlib import Path
 
-from budgetlab import clock, stack
-from budgetlab.rig import Rig
+from budgetlab import stack
+from budgetlab.harness.rig import Rig
+from budgetlab.inworker import clock
 
 PROBE = Path(__file__).resolve().parents[1] / "tests" / "foundation" / "probe"
 ROUNDS = 10

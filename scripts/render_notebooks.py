@@ -26,7 +26,7 @@ def render(source: Path, target: Path) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
-    from budgetlab.rig import Rig
+    from budgetlab.harness.rig import Rig
 
     notebook = nbformat.read(source, as_version=4)
     # The kernel inherits Kontor's database from this process: the rig's scratch copy, dropped after.

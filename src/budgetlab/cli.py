@@ -42,7 +42,8 @@ def _warn(message: str) -> None:
 @app.command("list")
 def list_labs() -> None:
     """List the labs with their status and timebox."""
-    from budgetlab import labs, views
+    from budgetlab import labs
+    from budgetlab.commands import views
 
     console.print(views.lab_table(labs.load(), _warn))
 
@@ -51,7 +52,8 @@ def list_labs() -> None:
 def play(lab: int = typer.Argument(..., help="Lab number, as budgetlab list shows it."),
         target: str = typer.Option("labs", help="Whose code plays: labs (yours), solutions, or a folder laid out like labs/.")) -> None:
     """Play lab N's scenario live on the stack with your current code, or another target's."""
-    from budgetlab import labs, progress, scenarios, stack, targets
+    from budgetlab import labs, scenarios, stack, targets
+    from budgetlab.commands import progress
 
     entry = labs.get(lab)
     where = targets.resolve(target)
@@ -67,8 +69,9 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
           target: str = typer.Option("labs", help="What to grade: labs (your code), solutions, or a folder laid out like labs/."),
           fail_fast: bool = typer.Option(False, "--fail-fast", "-x", help="Stop at the first failed check.")) -> None:
     """Run lab N's hidden checks and say which pass."""
-    from budgetlab import checking, labs, progress, targets, views
+    from budgetlab import labs, targets
     from budgetlab.board import client as room_board
+    from budgetlab.commands import checking, progress, views
 
     entry = labs.get(lab)
     where = targets.resolve(target)
@@ -84,7 +87,8 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
 @app.command("hint")
 def hint(lab: int = typer.Argument(..., help="Lab number, as budgetlab list shows it.")) -> None:
     """Show the next hint for lab N (hints are remembered)."""
-    from budgetlab import labs, progress
+    from budgetlab import labs
+    from budgetlab.commands import progress
 
     entry = labs.get(lab)
     seen = progress.record_hint(entry.number, _warn)
@@ -98,7 +102,7 @@ def hint(lab: int = typer.Argument(..., help="Lab number, as budgetlab list show
 def watch(lab: Optional[int] = typer.Argument(None, help="Lab number; default: the first lab not passed yet."),
           poll: bool = typer.Option(False, help="Poll for changes instead of waiting for file events.")) -> None:
     """Re-run lab N's checks every time you save one of its files."""
-    from budgetlab import watching
+    from budgetlab.commands import watching
 
     raise typer.Exit(watching.watch(lab, poll, console))
 
@@ -108,7 +112,8 @@ def reset(lab: Optional[int] = typer.Argument(None, help="Lab number to restore.
           all_labs: bool = typer.Option(False, "--all", help="Restore every lab."),
           yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation (for scripts).")) -> None:
     """Restore a lab's starter files; yours go to a timestamped backup first."""
-    from budgetlab import files, labs
+    from budgetlab import labs
+    from budgetlab.commands import files
 
     if (lab is None) == (not all_labs):
         raise BudgetlabError("name one lab number or --all")
@@ -127,7 +132,8 @@ def solution(lab: int = typer.Argument(..., help="Lab number, as budgetlab list 
              force: bool = typer.Option(False, "--force", help="Show it before the lab has passed (asks first)."),
              yes: bool = typer.Option(False, "--yes", help="With --force: do not ask for confirmation.")) -> None:
     """Show the diff from your files to the reference solution (after the lab passes)."""
-    from budgetlab import files, labs, progress
+    from budgetlab import labs
+    from budgetlab.commands import files, progress
 
     entry = labs.get(lab)
     passed = progress.lab_entry(progress.load(_warn), entry.number)["passed"]
@@ -144,7 +150,7 @@ def report(fmt: ReportFormat = typer.Option(ReportFormat.md, "--format", help="O
            merge: Optional[List[Path]] = typer.Option(None, "--merge", help="Merge learners' JSON reports into a cohort table."),
            ) -> None:
     """Print your progress (or, with --merge, a cohort table for a facilitator)."""
-    from budgetlab import reporting
+    from budgetlab.commands import reporting
 
     if merge:
         console.print(reporting.merge(merge, fmt.value), markup=False, highlight=False)
@@ -184,7 +190,7 @@ def leave() -> None:
 @app.command("doctor")
 def doctor() -> None:
     """Check Python, the stack, PostgreSQL, Redis, Celery, ports and stale workers."""
-    from budgetlab import doctoring
+    from budgetlab.commands import doctoring
 
     problems = doctoring.diagnose(console)
     raise typer.Exit(1 if problems else 0)
@@ -224,7 +230,9 @@ def audit(paths: List[Path] = typer.Argument(..., help="Files or folders of your
 @stack_app.command("up")
 def stack_up() -> None:
     """Start the servers (if needed) and prepare the workshop database."""
-    from budgetlab import database, stack, views
+    from budgetlab import stack
+    from budgetlab.commands import views
+    from budgetlab.harness import database
 
     stack.up()
     database.prepare()
@@ -253,7 +261,8 @@ def stack_env() -> None:
     """Print the variables that point Kontor at the stack, for: eval "$(budgetlab stack env)"."""
     import shlex
 
-    from budgetlab import clock, stack
+    from budgetlab import stack
+    from budgetlab.inworker import clock
 
     # Kontor reads only its own variables (it never imports budgetlab): these are its seams.
     variables = {"KONTOR_DATABASE_URL": stack.lab_database_url(), "KONTOR_BROKER_URL": stack.redis_url(0),
@@ -265,7 +274,7 @@ def stack_env() -> None:
 @stack_app.command("status")
 def stack_status() -> None:
     """Show each server's version, URL and PID."""
-    from budgetlab import views
+    from budgetlab.commands import views
 
     table, healthy = views.stack_table(with_health=True)
     console.print(table)

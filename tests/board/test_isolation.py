@@ -30,6 +30,6 @@ def test_the_learner_side_loads_no_django():
 
 def test_kontor_and_the_worker_side_never_import_the_board():
     """Kontor's settings and Celery app, and the grading plugin, load nothing of the board."""
-    loaded = loaded_after("import kontor.settings, kontor.celery_app, budgetlab.workers")
+    loaded = loaded_after("import kontor.settings, kontor.celery_app, budgetlab.harness.workers")
     board = [name for name in loaded if name.startswith("budgetlab.board")]
     assert not board, f"the worker side loaded {board}"

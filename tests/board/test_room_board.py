@@ -8,9 +8,9 @@ import urllib.request
 
 import pytest
 
-from budgetlab import reporting
 from budgetlab.board import payload
 from budgetlab.board.rig import RoomBoard, check_result, post
+from budgetlab.commands import reporting
 
 ADA = "a" * 32
 

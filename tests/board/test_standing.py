@@ -84,7 +84,7 @@ def test_a_result_that_could_not_grade_is_not_an_attempt():
 
 def test_report_rows_match_budgetlab_report_columns():
     """The export has one row per learner and lab with the columns of `budgetlab report`."""
-    from budgetlab import reporting
+    from budgetlab.commands import reporting
 
     learners, standings = fold_all([(ADA, result(ADA, "Ada", 1, 3, hints=2, minutes=7.26), 0)])
     rows = standing.report_rows(LABS, learners, standings)

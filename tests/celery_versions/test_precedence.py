@@ -21,8 +21,8 @@ from pathlib import Path
 import celery
 import pytest
 
+from budgetlab.harness.workers import FAST_FLAGS
 from budgetlab.paths import repo_root
-from budgetlab.workers import FAST_FLAGS
 
 HERE = Path(__file__).resolve().parent
 PYTHON_57 = Path(os.environ.get("BUDGETLAB_CELERY57_PYTHON", repo_root() / ".venv-celery57" / "bin" / "python"))

@@ -11,7 +11,7 @@ import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab import clock
+from budgetlab.inworker import clock
 from kontor.celery_app import app
 
 

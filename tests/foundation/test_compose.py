@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from budgetlab import clock
+from budgetlab.inworker import clock
 from budgetlab.paths import repo_root
 from budgetlab.stack.postgres import SERVER_SETTINGS
 

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from budgetlab import clock
+from budgetlab.inworker import clock
 
 PROBE = str(__import__("pathlib").Path(__file__).parent / "probe")
 # Two cores shared with the worker: the limit may fire a little late, never early.

@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from budgetlab.modelserver import ModelService
+from budgetlab.harness.modelserver import ModelService
 
 SCALE = 0.01  # 100x: a 30 s production timeout is 0.3 wall seconds
 
@@ -115,7 +115,7 @@ def test_stopping_the_service_leaves_no_process(tmp_path):
 
 
 def test_a_bad_time_scale_is_a_one_line_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "budgetlab.modelserver", "--port-file", str(tmp_path / "p"),
+    result = subprocess.run([sys.executable, "-m", "budgetlab.harness.modelserver", "--port-file", str(tmp_path / "p"),
                              "--time-scale", "3"], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from budgetlab import database, stack
+from budgetlab import stack
 from budgetlab.errors import BudgetlabError
+from budgetlab.harness import database
 
 pytestmark = [pytest.mark.stack, pytest.mark.external]
 

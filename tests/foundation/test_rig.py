@@ -9,14 +9,14 @@ import pytest
 import redis
 
 from budgetlab import stack
-from budgetlab.rig import Rig
+from budgetlab.harness.rig import Rig
 from budgetlab.stack import process
 
 PROBE = Path(__file__).parent / "probe"
 # Run in a process of its own, so that Ctrl-C reaches a rig as it would reach `budgetlab run`.
 INTERRUPTED = f"""
 import sys, time
-from budgetlab.rig import Rig
+from budgetlab.harness.rig import Rig
 with Rig({str(PROBE)!r}, label="interrupted") as rig:
     tree = rig.start_worker([rig.queue()], ["clock_probe"])
     print(rig.database_name, rig.broker_url, *sorted(tree.pids()), flush=True)
@@ -81,7 +81,7 @@ def test_a_failing_block_takes_the_worker_down_before_the_database():
 def test_django_points_at_the_rig_database_only_inside_the_block():
     """rig.django() sends this process's queries to the rig's database, and puts the previous one back after."""
     stack.require()
-    from budgetlab.rig import configure_django
+    from budgetlab.harness.rig import configure_django
 
     configure_django(stack.database_url())
     from django.db import connections

@@ -3,8 +3,8 @@
 import time
 from pathlib import Path
 
+from budgetlab.harness.workers import Environment, WorkerTree
 from budgetlab.stack import process
-from budgetlab.workers import Environment, WorkerTree
 
 PROBE = str(Path(__file__).parent / "probe")
 

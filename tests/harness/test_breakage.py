@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from budgetlab.logcap import HEAD_BYTES, TAIL_BYTES, CappedLog
+from budgetlab.harness.logcap import HEAD_BYTES, TAIL_BYTES, CappedLog
 
 from .test_cli import worker_pids_for
 

@@ -17,7 +17,8 @@ def scratch_databases() -> list:
     """Return (name, owner) for every scratch database on the stack's PostgreSQL."""
     import psycopg
 
-    from budgetlab import database, stack
+    from budgetlab import stack
+    from budgetlab.harness import database
 
     with psycopg.connect(stack.database_url("postgres")) as conn:
         rows = conn.execute("SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database").fetchall()

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import redis
 
-from budgetlab import clock
 from budgetlab.errors import BudgetlabError
-from budgetlab.grading import CouldNotGrade
-from budgetlab.rig import Rig
+from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.harness.rig import Rig
+from budgetlab.inworker import clock
 from budgetlab.stories.lab1 import HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE, start_masters, workers
 
 # The decorated probe's own limits (lab1_probes.decorated).

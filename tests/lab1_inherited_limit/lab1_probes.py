@@ -15,7 +15,7 @@ import time
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab import clock
+from budgetlab.inworker import clock
 from kontor.celery_app import app
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from budgetlab.grading import could_not_start
-from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.harness.grading import could_not_start
+from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories.lab2 import (FITTING, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job, hard_deadline,
                                     latency_plan, read_ending)
 from budgetlab.stories.reading import wait_until

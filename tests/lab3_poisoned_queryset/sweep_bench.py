@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from budgetlab.grading import CouldNotGrade, could_not_start
-from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.harness.grading import CouldNotGrade, could_not_start
+from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories.lab3 import (MODULE, OVERDUE, REMINDERS, SEEDED, DueInvoices, Run, Snapshot, due_invoices,
                                     snapshot, sweep)
 

@@ -15,8 +15,8 @@ import pytest
 from lab4_workload import TABLE_READS
 
 from budgetlab import stack
-from budgetlab.grading import CouldNotGrade
-from budgetlab.rig import Rig
+from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.harness.rig import Rig
 from budgetlab.stories.lab4 import batch_environment
 
 PROBE = Path(__file__).with_name("lab4_probe.py")

@@ -8,7 +8,7 @@ import random
 import psycopg
 import pytest
 
-from budgetlab.grading import CouldNotGrade
+from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories.lab5 import SLUG, sampler_import_error
 
 PROBE_TABLE = "scan_probe"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from budgetlab.grading import could_not_start
-from budgetlab.modelserver import ModelService
-from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.harness.grading import could_not_start
+from budgetlab.harness.modelserver import ModelService
+from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories import lab6
 
 

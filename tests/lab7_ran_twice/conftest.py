@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from budgetlab.grading import CouldNotGrade
+from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories import lab7
 
 # Files of ten model minutes each. Six are an hour of work, inside the two-hour budget, so a
@@ -34,7 +34,7 @@ class Day:
 @pytest.fixture(scope="session")
 def day(target_dir, django_ready) -> Day:
     """Replay the four delivery plans on two workers with the target's code; read the effects once."""
-    from budgetlab.rig import Rig, WorkerDidNotStart
+    from budgetlab.harness.rig import Rig, WorkerDidNotStart
 
     # Lab 7 waits out hour-long visibility timeouts: it runs on its own, faster clock.
     with lab7.lab_clock(), Rig(target_dir, label="check") as rig, rig.django():

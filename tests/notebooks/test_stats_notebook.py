@@ -28,7 +28,7 @@ def test_stats_notebook_runs_against_the_stack():
     import nbformat
     from nbclient import NotebookClient
 
-    from budgetlab.rig import Rig
+    from budgetlab.harness.rig import Rig
 
     stack.require()
     before = _notebook_databases()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab.rig import Rig
-from budgetlab.workers import FAST_FLAGS, unique_hostname
+from budgetlab.harness.rig import Rig
+from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
 
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.stack, pytest.mark.slow]

@@ -126,7 +126,7 @@ def post_check(lab: int, outcome, target: Target, warn) -> None:
 
 
 def _post(board: dict, lab: int, outcome, warn) -> None:
-    from budgetlab import progress
+    from budgetlab.commands import progress
 
     entry = progress.lab_entry(progress.load(), lab)
     minutes = max(0.0, (time.time() - entry.get("first_seen", time.time())) / 60)

@@ -10,8 +10,8 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from budgetlab import reporting
 from budgetlab.board import payload, selectors, services
+from budgetlab.commands import reporting
 
 STATIC = Path(__file__).parent / "static" / "board"
 STATIC_TYPES = {"board.js": "text/javascript; charset=utf-8", "board.css": "text/css; charset=utf-8"}

@@ -24,12 +24,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock
+from budgetlab.harness.rig import Rig
+from budgetlab.harness.workers import WorkerTree
+from budgetlab.inworker import clock
 from budgetlab.paths import state_dir
-from budgetlab.rig import Rig
 from budgetlab.stories.lab1 import SLUG, Budget, Worker, budget, from_log, lab_tasks, number, queue_of
 from budgetlab.stories.lab1 import start_masters, workers
-from budgetlab.workers import WorkerTree
 
 UPLOAD_FILES = 40
 BULK_TASK, SWEEP_TASK = "documents.bulk_ocr", "sweeps.remind_overdue_invoices"

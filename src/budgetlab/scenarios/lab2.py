@@ -26,11 +26,11 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock
 from budgetlab.errors import BudgetlabError
-from budgetlab.rig import Rig
+from budgetlab.harness.rig import Rig
+from budgetlab.harness.workers import Environment, WorkerTree
+from budgetlab.inworker import clock
 from budgetlab.stories.lab2 import MODULES, SLUG, Kind, Spec, create_run_jobs, read_ending, run_latency_plan
-from budgetlab.workers import Environment, WorkerTree
 
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): (\w+)/([\w-]+)\] (.*)$")
 TASK_LINE = re.compile(r"(Soft|Hard) time limit \(([\d.]+)s\) exceeded for ([\w.]+)\[")

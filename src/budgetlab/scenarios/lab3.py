@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from budgetlab import clock
+from budgetlab.harness.rig import Rig
+from budgetlab.inworker import clock
 from budgetlab.paths import repo_root, state_dir
-from budgetlab.rig import Rig
 from budgetlab.stories.lab3 import MODULE, OVERDUE, REMINDERS, SLUG, SUMMARY, TODAY, Run, in_line, snapshot, sweep
 
 NIGHTS = 3

@@ -125,8 +125,8 @@ def play(target_dir: Path, console) -> int:
     """Play the scenario with the tree's code: one batch, its scans, its time, its cost per row."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from budgetlab import clock
-    from budgetlab.rig import Rig
+    from budgetlab.harness.rig import Rig
+    from budgetlab.inworker import clock
 
     console.print(f"[bold]Lab 4 · one batch, and the category table under it[/]  ({clock.describe()})")
     console.print(f"{DOCUMENTS} documents (OCR, keyword match, prompt) and {TRANSACTIONS:,} transactions (prompt), "

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.rig import Rig
+from budgetlab.harness.rig import Rig
 from budgetlab.stories.lab5 import BURST, COUNTER, QUIET, SLUG, sampler_import_error
 
 TABLE = "books_category"

@@ -22,10 +22,10 @@ from rich.table import Table
 from rich.text import Text
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.modelserver import ModelService
-from budgetlab.rig import Rig, WorkerDidNotStart
+from budgetlab.harness.modelserver import ModelService
+from budgetlab.harness.rig import Rig, WorkerDidNotStart
+from budgetlab.harness.workers import unique_hostname
 from budgetlab.stories import lab6
-from budgetlab.workers import unique_hostname
 
 PHASES = {"healthy": "the provider is healthy: the review starts, five people ask",
           "slow": "the provider hangs: calls stall, 429s, 503s; twelve people ask",

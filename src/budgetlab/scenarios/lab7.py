@@ -37,8 +37,8 @@ def play(target_dir: Path, console: Console) -> int:
 
 
 def _play(target_dir: Path, console: Console, factor: float) -> int:
-    from budgetlab import clock
-    from budgetlab.rig import Rig, WorkerDidNotStart
+    from budgetlab.harness.rig import Rig, WorkerDidNotStart
+    from budgetlab.inworker import clock
 
     if str(target_dir) not in sys.path:
         sys.path.insert(0, str(target_dir))

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from budgetlab import logcap
 from budgetlab.errors import BudgetlabError
+from budgetlab.harness import logcap
 from budgetlab.paths import state_dir
 from budgetlab.stack import postgres, process, redis, secrets, state
 

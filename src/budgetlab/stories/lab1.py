@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import clock
 from budgetlab.errors import BudgetlabError
+from budgetlab.inworker import clock
 
 SLUG = "lab1_inherited_limit"
 TRANSACTIONAL = ("imports", "documents", "sweeps")
@@ -41,7 +41,7 @@ def start_masters(rig, modules: list[str], log: Path, extra_env: dict | None = N
 
     Raises BudgetlabError naming the queues whose master never became ready.
     """
-    from budgetlab.rig import WorkerDidNotStart
+    from budgetlab.harness.rig import WorkerDidNotStart
 
     entrypoint = rig.target_dir / SLUG / "entrypoint.sh"
     if not entrypoint.exists():

@@ -16,7 +16,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from budgetlab import clock
+from budgetlab.inworker import clock
 from kontor import datagen
 from kontor.latency import MODEL_CALL, keyed_rng
 

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from budgetlab import clock
+from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
+from budgetlab.inworker import clock
 from budgetlab.stories.reading import wait_until
-from budgetlab.workers import FAST_FLAGS, unique_hostname
 
 SLUG = "lab6_absent_limits"
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]

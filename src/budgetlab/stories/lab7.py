@@ -42,7 +42,7 @@ def lab_clock():
     saved = {name: os.environ.get(name) for name in ("BUDGETLAB_CLOCK", "KONTOR_TIME_SCALE")}
     os.environ.setdefault("BUDGETLAB_CLOCK", str(CLOCK))
     os.environ["KONTOR_TIME_SCALE"] = os.environ["BUDGETLAB_CLOCK"]
-    from budgetlab import clock
+    from budgetlab.inworker import clock
 
     try:
         yield clock.factor()
@@ -297,7 +297,7 @@ class Day:
             return self.outcome(upload.pk, task_id, before, note="the job ended before its worker could be killed")
         victim.kill()
         self.workers = [tree for tree in self.workers if tree is not victim]
-        from budgetlab import clock
+        from budgetlab.inworker import clock
 
         wait_until(lambda: BulkUpload.objects.get(pk=upload.pk).is_final, clock.to_wall(TAKEOVER) + SLACK)
         self.settle(task_id, run_wait(), killed=1)
@@ -317,7 +317,7 @@ def _started(tree, refused):
 
 def run_wait() -> float:
     """Return how long one run may take at most, in wall seconds: its hard limit and some slack."""
-    from budgetlab import clock
+    from budgetlab.inworker import clock
 
     return clock.to_wall(HARD_LIMIT) + SLACK
 
@@ -394,7 +394,7 @@ def in_background(start, read):
     """
     import threading
 
-    from budgetlab.rig import WorkerDidNotStart
+    from budgetlab.harness.rig import WorkerDidNotStart
 
     box: dict = {}
 

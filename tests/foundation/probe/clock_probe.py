@@ -14,7 +14,7 @@ def linger(production_seconds: float, keep_going: bool, report_path: str | None 
     With report_path, the wall seconds at which the hard limit's SIGTERM
     arrived are written there: `finally` still runs before the SIGKILL.
     """
-    from budgetlab import clock
+    from budgetlab.inworker import clock
 
     started = time.monotonic()
     try:

@@ -32,10 +32,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from budgetlab import database
 from budgetlab.errors import BudgetlabError
+from budgetlab.harness import database
+from budgetlab.harness.workers import Environment, WorkerTree, celery_argv, unique_hostname
 from budgetlab.stack.leases import RedisLease
-from budgetlab.workers import Environment, WorkerTree, celery_argv, unique_hostname
 
 # Signals whose Python handlers raise (KeyboardInterrupt, the graders' CheckStalled): held back
 # while the rig makes or frees a piece, delivered right after.

@@ -16,7 +16,7 @@ service sleeps them on the lab clock it was started with. GET /admin/stats
 says how many calls it is holding for a client that is still connected,
 which is how many of a worker's threads are stuck waiting on it.
 
-    python -m budgetlab.modelserver --port-file PATH --time-scale 0.005
+    python -m budgetlab.harness.modelserver --port-file PATH --time-scale 0.005
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class Service(ThreadingHTTPServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m budgetlab.modelserver",
+    parser = argparse.ArgumentParser(prog="python -m budgetlab.harness.modelserver",
                                      description="Serve the model stand-in on a free loopback port.")
     parser.add_argument("--port-file", required=True, type=Path, help="where to write the port once listening")
     parser.add_argument("--time-scale", type=float, default=1.0, help="wall seconds per production second")
@@ -279,7 +279,7 @@ class ModelService:
         port_file = self.folder / f"modelserver-{os.getpid()}-{id(self)}.port"
         port_file.unlink(missing_ok=True)
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "budgetlab.modelserver", "--port-file",
+            self.proc = subprocess.Popen([sys.executable, "-m", "budgetlab.harness.modelserver", "--port-file",
                                           str(port_file), "--time-scale", repr(self.time_scale)],
                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                          start_new_session=True)

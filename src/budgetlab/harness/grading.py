@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from budgetlab import checkreport, clock, labs, stack, targets
+from budgetlab import labs, stack, targets
 from budgetlab.errors import BudgetlabError
+from budgetlab.harness import checkreport
+from budgetlab.harness.rig import Rig, WorkerDidNotStart, configure_django
+from budgetlab.harness.workers import WorkerTree
+from budgetlab.inworker import clock
 from budgetlab.paths import display_path
-from budgetlab.rig import Rig, WorkerDidNotStart, configure_django
-from budgetlab.workers import WorkerTree
 
 
 class CouldNotGrade(Exception):

@@ -11,7 +11,7 @@ STATUS_STYLE = {"passed": "green", "failing": "red", "started": "yellow", "not s
 
 
 def lab_table(labs: list[Lab], warn=lambda message: None) -> Table:
-    from budgetlab import progress
+    from budgetlab.commands import progress
 
     data = progress.load(warn)
     table = Table(box=None, pad_edge=False, header_style="bold")

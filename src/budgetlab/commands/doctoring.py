@@ -27,8 +27,8 @@ def diagnose(console: Console) -> list[str]:
 
     report(celery.__version__ == PINNED_CELERY, f"Celery {celery.__version__}",
            f"lab 1 teaches Celery {PINNED_CELERY}'s precedence; run 'make workshop' to reinstall the pinned version")
-    from budgetlab import clock
     from budgetlab.errors import BudgetlabError
+    from budgetlab.inworker import clock
 
     try:
         report(True, clock.describe())

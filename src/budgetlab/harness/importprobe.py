@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from budgetlab import checkreport, stack
+from budgetlab import stack
+from budgetlab.harness import checkreport
 from budgetlab.labs import Lab
 from budgetlab.paths import display_path
 from budgetlab.stack.process import stop_pid

@@ -15,8 +15,9 @@ import os
 import subprocess
 import sys
 
-from budgetlab import database, stack
+from budgetlab import stack
 from budgetlab.errors import BudgetlabError
+from budgetlab.harness import database
 from budgetlab.stack import secrets
 
 # The workshop database's name says whose it is, beside whatever else that server holds.

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from budgetlab import checking, labs, progress, targets, views
+from budgetlab import labs, targets
 from budgetlab.board import client as room_board
+from budgetlab.commands import checking, progress, views
 
 # How long a probe file's event may take before file events count as missing (network or VM mounts).
 PROBE_SECONDS = 2.0

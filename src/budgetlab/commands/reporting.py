@@ -8,7 +8,8 @@ import io
 import json
 from pathlib import Path
 
-from budgetlab import labs, progress
+from budgetlab import labs
+from budgetlab.commands import progress
 from budgetlab.errors import BudgetlabError
 
 COLUMNS = ["learner", "lab", "title", "status", "attempts", "hints_used", "minutes_to_pass"]

@@ -206,7 +206,7 @@ def _migrate_and_seed(name: str, wanted: str) -> None:
     # A separate interpreter: Django configures itself once per process, for one database.
     # As the lab role, so that it owns every table the labs write to.
     env = dict(os.environ, KONTOR_DATABASE_URL=stack.lab_database_url(name), DJANGO_SETTINGS_MODULE="kontor.settings")
-    result = subprocess.run([sys.executable, "-m", "budgetlab.database", wanted], env=env,
+    result = subprocess.run([sys.executable, "-m", "budgetlab.harness.database", wanted], env=env,
                             capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]

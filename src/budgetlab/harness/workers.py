@@ -19,8 +19,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import checkreport, clock
 from budgetlab.errors import BudgetlabError
+from budgetlab.harness import checkreport
+from budgetlab.inworker import clock
 from budgetlab.stack import process
 
 READY = re.compile(r"(\S+@\S+) ready\.")
@@ -53,7 +54,7 @@ class Environment:
             KONTOR_BROKER_URL=self.broker_url,
             KONTOR_RESULT_BACKEND=self.broker_url,
             KONTOR_TASK_MODULES=",".join(self.modules),
-            KONTOR_WORKER_POOL="budgetlab.pool:TaskPool",
+            KONTOR_WORKER_POOL="budgetlab.inworker.pool:TaskPool",
             BUDGETLAB_CLOCK=str(clock.factor()),
             PYTHONUNBUFFERED="1",
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from celery.concurrency import prefork
 from celery.exceptions import TimeLimitExceeded
 
-from budgetlab import clock
+from budgetlab.inworker import clock
 
 
 class TaskPool(prefork.TaskPool):

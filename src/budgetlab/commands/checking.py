@@ -18,15 +18,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlab import checkreport, database, integrity, logcap, stack
+from budgetlab import integrity, stack
 from budgetlab.errors import BudgetlabError
-from budgetlab.importprobe import HANG_SECONDS, ImportProbe
+from budgetlab.harness import checkreport, database, logcap
+from budgetlab.harness.importprobe import HANG_SECONDS, ImportProbe
+from budgetlab.harness.logcap import CappedLog
+from budgetlab.harness.workers import tree_of
 from budgetlab.labs import Lab
-from budgetlab.logcap import CappedLog
 from budgetlab.paths import display_path, labs_root, state_dir
 from budgetlab.stack.process import descendants, pid_alive, start_ticks
 from budgetlab.targets import Target
-from budgetlab.workers import tree_of
 
 
 @dataclass
@@ -114,7 +115,7 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     logs = state_dir() / "logs"
     logs.mkdir(exist_ok=True)
     report = Path(tempfile.mkstemp(prefix="check-", suffix=".jsonl", dir=logs)[1])
-    argv = [sys.executable, "-m", "pytest", str(lab.tests_dir()), "-p", "budgetlab.grading",
+    argv = [sys.executable, "-m", "pytest", str(lab.tests_dir()), "-p", "budgetlab.harness.grading",
             "-p", "no:cacheprovider", f"--target={target.root}", "-q", "--no-header",
             f"--rootdir={labs_root()}"]
     # One word per option, so pytest never mistakes a target folder for a test path.
