@@ -23,10 +23,10 @@ def trial(day: lab7.Day, factor: float) -> float | None:
     """Return the wall seconds between the first and the second delivery of one upload, or None."""
     upload = lab7.create_upload(95)
     task_id = day.send(upload.pk)
-    if not lab7.wait_until(lambda: lab7.deliveries(day.logs(), task_id) >= 1, 10):
+    if not lab7.wait_for(lambda: lab7.deliveries(day.logs(), task_id) >= 1, 10):
         return None
     first = time.monotonic()
-    if not lab7.wait_until(lambda: lab7.deliveries(day.logs(), task_id) >= 2, lab7.run_wait()):
+    if not lab7.wait_for(lambda: lab7.deliveries(day.logs(), task_id) >= 2, lab7.run_wait()):
         return None
     delay = time.monotonic() - first
     day.settle(task_id, 3 * lab7.run_wait())

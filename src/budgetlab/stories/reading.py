@@ -11,14 +11,14 @@ POLL = 0.02
 COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
 
 
-def wait_until(predicate: Callable[[], object], deadline: float) -> bool:
+def wait_until(predicate: Callable[[], object], deadline: float, poll: float = POLL) -> bool:
     """Poll `predicate` until it holds or the monotonic `deadline` passes; return whether it held."""
     while True:
         if predicate():
             return True
         if time.monotonic() >= deadline:
             return False
-        time.sleep(POLL)
+        time.sleep(poll)
 
 
 def counts_in(message: str) -> tuple[int, int] | None:
