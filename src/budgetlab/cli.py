@@ -61,7 +61,7 @@ def play(lab: int = typer.Argument(..., help="Lab number, as budgetlab list show
     # Watching the reference fix play is not an attempt at the lab.
     if where.is_learners:
         progress.mark_started(entry.number, _warn)
-    raise typer.Exit(scenarios.play(entry.number, where.root, console))
+    raise typer.Exit(scenarios.play(entry, where.root, console))
 
 
 @app.command("check")

@@ -7,10 +7,8 @@ import importlib
 from budgetlab.errors import BudgetlabError
 
 
-def play(number: int, target_dir, console) -> int:
-    """Play lab N's scenario and return an exit code (0 when it ran, whatever it showed)."""
-    try:
-        module = importlib.import_module(f"budgetlab.scenarios.lab{number}")
-    except ModuleNotFoundError:
-        raise BudgetlabError(f"lab {number} has no live scenario yet; 'budgetlab check {number}' still grades it") from None
-    return module.play(target_dir, console)
+def play(lab, target_dir, console) -> int:
+    """Play the scenario the lab's manifest names and return an exit code (0 when it ran, whatever it showed)."""
+    if not lab.scenario:
+        raise BudgetlabError(f"lab {lab.number} has no live scenario yet; 'budgetlab check {lab.number}' still grades it")
+    return importlib.import_module(lab.scenario).play(target_dir, console)
