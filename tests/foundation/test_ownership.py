@@ -93,7 +93,7 @@ def test_drop_refuses_a_database_without_budgetlab_mark(someone_elses_database):
 
 def test_scratch_databases_of_a_killed_process_are_dropped_by_stack_up(tmp_path, someone_elses_database):
     """A process SIGKILLed while holding a scratch copy: the next stack up drops that copy, and only that."""
-    script = ("import os, signal\nfrom budgetlab import database\n"
+    script = ("import os, signal\nfrom budgetlab.harness import database\n"
               "print(database.scratch_database('killed').rsplit('/', 1)[1], flush=True)\n"
               "os.kill(os.getpid(), signal.SIGKILL)\n")
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
