@@ -131,6 +131,8 @@ _LAB7 = (
     (r"\b\d+ (documents|booked|letter|model calls|letters|of its|run)", r"N \1"),
     (r"delivered \d+x", "delivered Nx"),
     (r"\.txt \d+x", ".txt Nx"),
+    # How many of the redeliveries had sent their letter when the check looked is a race.
+    (r", the customer got \d+ letters", ""),
 )
 
 TRANSCRIPTS: tuple[Transcript, ...] = (

@@ -67,7 +67,8 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
     """Print every delivery and ending of the task as it happens; return how long the first run took (production s)."""
     from kontor.books.models import BulkUpload
 
-    names = {id(tree): f"worker {chr(ord('A') + n)}" for n, tree in enumerate(day.started)}
+    # Named in the order they receive the task, not started: which idle worker gets a message is a race.
+    names: dict[int, str] = {}
     seen: dict[int, tuple[int, int]] = {id(tree): (0, 0) for tree in day.started}
     started: list[float] = []
     first_run = None
@@ -81,6 +82,8 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
             came = len([m for m in RECEIVED.finditer(text) if m["id"] == task_id])
             ends = [m["how"] for m in ENDED.finditer(text) if m["id"] == task_id]
             old_came, old_ends = seen[id(tree)]
+            if came > old_came and id(tree) not in names:
+                names[id(tree)] = f"worker {chr(ord('A') + len(names))}"
             for _ in range(came - old_came):
                 done = BulkUpload.objects.get(pk=upload_id).items_done
                 running = len(started) - sum(seen[key][1] for key in seen)
