@@ -54,10 +54,12 @@ def play(lab: int = typer.Argument(..., help="Lab number, as budgetlab list show
     """Play lab N's scenario live on the stack with your current code, or another target's."""
     from budgetlab import labs, scenarios, stack, targets
     from budgetlab.commands import progress
+    from budgetlab.harness import database
 
     entry = labs.get(lab)
     where = targets.resolve(target)
     stack.require()
+    database.require_current()
     # Watching the reference fix play is not an attempt at the lab.
     if where.is_learners:
         progress.mark_started(entry.number, _warn)

@@ -58,6 +58,7 @@ def preflight(lab: Lab, target: Target) -> None:
         raise BudgetlabError(f"grader files modified ({', '.join(sorted(set(changed))[:3])}); "
                              "restore tests/ from git to be graded like everyone else")
     stack.require()
+    database.require_current()
     root = target.lab_dir(lab.slug)
     for name in lab.files:
         check_syntax(root / name)

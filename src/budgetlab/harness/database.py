@@ -149,6 +149,18 @@ def template_name() -> str:
     return f"{stack.database_name()}_template"
 
 
+def require_current() -> None:
+    """Fail with what to do when the template is older than this checkout's Kontor, or not owned by lab code's role.
+
+    A check or run copies the template as it is: graded on a stale schema, or as
+    a role that cannot write its tables, correct code would fail.
+    """
+    template = template_name()
+    if _stored_fingerprint(template) != fingerprint() or not _tables_belong_to_lab_role(template):
+        raise BudgetlabError(f"the workshop's database {template} was made by an older budgetlab or for other code; "
+                             "run 'budgetlab stack up' to rebuild it")
+
+
 def prepare() -> bool:
     """Make the template and the workshop database current; return True if anything was rebuilt."""
     wanted = fingerprint()
