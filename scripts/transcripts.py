@@ -132,7 +132,7 @@ _LAB7 = (
     (r"delivered \d+x", "delivered Nx"),
     (r"\.txt \d+x", ".txt Nx"),
     # How many of the redeliveries had sent their letter when the check looked is a race.
-    (r", the customer got \d+ letters", ""),
+    (r", the customer got \S+ letters", ""),
 )
 
 TRANSCRIPTS: tuple[Transcript, ...] = (
