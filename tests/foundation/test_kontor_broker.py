@@ -13,6 +13,16 @@ def test_transport_durations_are_scaled_and_the_sweep_scans_on_every_tick(monkey
     assert options["fanout_prefix"] is True
 
 
+def test_the_sweep_ticks_once_per_production_scan(monkeypatch):
+    """Kombu scans every 10 s x 10 ticks; on the lab clock the timer fires once per scan, 100 production seconds apart."""
+    monkeypatch.setenv("KONTOR_TIME_SCALE", "0.002")
+    options = broker.lab_clock_transport_options({})
+    assert abs(options["unacked_restore_interval"] - 0.2) < 1e-9
+    assert options["unacked_restore_throttle"] == 1
+    custom = broker.lab_clock_transport_options({"unacked_restore_interval": 5, "unacked_restore_throttle": 2})
+    assert abs(custom["unacked_restore_interval"] - 0.02) < 1e-9
+
+
 def test_kombus_default_timeout_is_scaled_when_the_settings_name_none(monkeypatch):
     """Settings without a visibility timeout get kombu's 3600 s, on the lab clock."""
     monkeypatch.setenv("KONTOR_TIME_SCALE", "0.001")

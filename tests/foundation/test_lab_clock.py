@@ -1,10 +1,12 @@
 """The lab-clock pool fires real limits at scaled wall time and reports production seconds."""
 
+import datetime
 import time
 
 import pytest
 
 from budgetlab.inworker import clock
+from budgetlab.stories.reading import settled
 
 PROBE = str(__import__("pathlib").Path(__file__).parent / "probe")
 # Two cores shared with the worker: the limit may fire a little late, never early.
@@ -51,3 +53,26 @@ def test_inspect_shows_pool_defaults_in_production_seconds(probe_worker, celery_
     assert pools, "the worker did not answer inspect().stats()"
     assert pools[0]["timeouts"][0] == 120
     assert pools[0]["lab-clock"] == clock.factor()
+
+
+# After a hard kill the pool must replace the child and start the next task within this many
+# production seconds; Celery's own 5 s supervisor tick would be 1,000 of them at 200x.
+REPLACED_WITHIN = 150
+
+
+def test_the_next_task_starts_soon_after_a_hard_kill(start_worker, celery_client, queue_name):
+    """With one child, the task queued behind a killed one starts within 150 production seconds of the kill, every time."""
+    start_worker([queue_name], ["clock_probe"], concurrency=1, extra_env={"PYTHONPATH": PROBE})
+    for round_ in range(4):
+        killed = celery_client.send_task("probe.stuck", queue=queue_name)
+        after = celery_client.send_task("probe.now", queue=queue_name)
+        assert settled(after, 30), f"round {round_ + 1}: the task behind the killed one never ran"
+        assert type(killed.result).__name__ == "TimeLimitExceeded", f"round {round_ + 1}: {killed.result!r}"
+        killed_at = killed.date_done
+        if isinstance(killed_at, str):
+            killed_at = datetime.datetime.fromisoformat(killed_at)
+        if killed_at.tzinfo is None:
+            killed_at = killed_at.replace(tzinfo=datetime.UTC)
+        waited = clock.to_production(after.result - killed_at.timestamp())
+        assert waited <= REPLACED_WITHIN, (f"round {round_ + 1}: the next task started {waited:.0f} production seconds "
+                                           "after the hard kill")

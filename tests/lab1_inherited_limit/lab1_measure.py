@@ -29,6 +29,7 @@ from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.harness.rig import Rig
 from budgetlab.inworker import clock
 from budgetlab.stories.lab1 import HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE, start_masters, workers
+from budgetlab.stories.reading import settled
 
 # The decorated probe's own limits (lab1_probes.decorated).
 DECORATED_SOFT, DECORATED_HARD = 200.0, 250.0
@@ -156,9 +157,7 @@ class Probe:
         from celery.exceptions import TimeLimitExceeded
 
         self.fleet.require()
-        try:
-            self.result.get(timeout=timeout, propagate=False)
-        except Exception:  # celery's TimeoutError: the probe never came back
+        if not settled(self.result, timeout):
             return Outcome(self.queue, self.seconds, None, None, None, None, None,
                            error=f"no result after {timeout:.0f} s wall")
         soft_at = self._note("soft")

@@ -18,6 +18,7 @@ from budgetlab import stack
 from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.harness.rig import Rig
 from budgetlab.stories.lab4 import batch_environment
+from budgetlab.stories.reading import wait_until
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
 DOCUMENTS, TRANSACTIONS = 60, 120
@@ -115,7 +116,10 @@ def test_worker_processes_read_category_table_once_each(start_worker, celery_cli
                 queue=queue_name))
             results.append(celery_client.send_task(
                 "lab4.prepare_transactions", args=[transactions[start * 12:start * 12 + 12]], queue=queue_name))
-        values = [result.get(timeout=60, propagate=False) for result in results]
+        deadline = time.monotonic() + 60
+        unfinished = [result for result in results if not wait_until(result.ready, deadline)]
+        assert not unfinished, f"{len(unfinished)} of {len(results)} tasks sent no result within 60 s wall"
+        values = [result.result for result in results]
         failed = [value for value in values if not isinstance(value, (int, dict))]
         assert not failed, f"{len(failed)} of {len(results)} tasks failed on the worker: {failed[0]!r}"
         _wait_until_gone(sampler, present)

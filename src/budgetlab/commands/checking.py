@@ -125,7 +125,9 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
         argv.append(f"--config-file={config}")
     if fail_fast:
         argv.append("-x")
-    env = dict(os.environ, BUDGETLAB_GRADING="1", **{checkreport.VARIABLE: str(report)})
+    # Third-party pytest plugins (anyio's, platformdirs') serve no grader and cost a few tenths of a second.
+    env = dict(os.environ, BUDGETLAB_GRADING="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+               **{checkreport.VARIABLE: str(report)})
     outcome, watch = Outcome(), _Watch()
     probe = ImportProbe(lab, target.root)
     log = CappedLog(logs / f"check-{lab.number}.log")

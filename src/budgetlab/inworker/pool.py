@@ -4,21 +4,40 @@ Selected through the Celery app's `worker_pool` setting. Everything a
 person or Celery reports stays in production seconds: the pool defaults
 shown by `inspect().stats()`, the soft and hard limits in the worker's log
 lines and the `TimeLimitExceeded` a caller sees. Only the timers that the
-pool arms run on wall time scaled by BUDGETLAB_CLOCK. Nothing else about
-prefork changes: SIGUSR1 at the soft limit, SIGTERM then SIGKILL at the
-hard one.
+pool arms run on wall time scaled by BUDGETLAB_CLOCK: the time limits, and
+the supervisor's look for exited children. Nothing else about prefork
+changes: SIGUSR1 at the soft limit, SIGTERM then SIGKILL at the hard one.
 """
 
 from __future__ import annotations
 
 from celery.concurrency import prefork
+from celery.concurrency.asynpool import AsynPool
 from celery.exceptions import TimeLimitExceeded
 
 from budgetlab.inworker import clock
 
+# Celery's supervisor looks for exited children every 5 s. It is also told the moment a
+# child's pipe closes, but it may look before the kernel has made the child a zombie, and
+# then only the timer finds it: after a hard kill, the next task could wait up to 5 wall
+# seconds, which the lab clock would make 1,000 production seconds or more.
+SUPERVISE_EVERY = 5.0
+# Never faster than this (wall seconds): each look is one waitpid per child, but it wakes the event loop.
+SUPERVISE_FASTEST = 0.05
+
+
+class _LabClockAsynPool(AsynPool):
+    """Celery's prefork pool whose periodic look for exited children runs on the lab clock."""
+
+    @property
+    def timers(self):
+        return {self.maintain_pool: max(clock.to_wall(SUPERVISE_EVERY), SUPERVISE_FASTEST)}
+
 
 class TaskPool(prefork.TaskPool):
-    """Prefork pool whose soft and hard timeouts are scaled by the lab clock."""
+    """Prefork pool whose soft and hard timeouts, and supervisor, run on the lab clock."""
+
+    Pool = _LabClockAsynPool
 
     def __init__(self, *args, soft_timeout=None, timeout=None, **options):
         # Pool-wide defaults come from the worker flags or the settings, in production seconds.

@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from budgetlab.stories.reading import wait_until
+from budgetlab.stories.reading import settled, wait_until
 from kontor.datagen import TODAY
 
 SLUG = "lab3_poisoned_queryset"
@@ -116,12 +116,8 @@ class Run:
 
 def sweep(client, worker, queue: str, task: str, timeout: float = 30.0, **options) -> Run:
     """Send one sweep by name, as Celery beat would, wait for its end and collect its log records."""
-    from celery.exceptions import TimeoutError as ResultTimeout
-
     result = client.send_task(task, queue=queue, **options)
-    try:
-        result.get(timeout=timeout, propagate=False)
-    except ResultTimeout:
+    if not settled(result, timeout):
         return Run(task, result.state, f"no result within {timeout:g} s wall", records_of(worker.text(), result.id))
     error = "" if result.state == "SUCCESS" else type(result.result).__name__
     # The worker writes its "succeeded"/"raised" line just after storing the result.

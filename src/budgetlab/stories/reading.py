@@ -1,4 +1,4 @@
-"""What several stories read the same way: a state waited on (never a sleep), and the "N of M" a job's message states."""
+"""What several stories read the same way: a state waited on (never a sleep), a task's result, and the "N of M" a job's message states."""
 
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ def wait_until(predicate: Callable[[], object], deadline: float, poll: float = P
         if time.monotonic() >= deadline:
             return False
         time.sleep(poll)
+
+
+def settled(result, timeout: float) -> bool:
+    """Wait until a Celery result is stored (success, failure or a kill), by polling its state; return whether it was.
+
+    Not `AsyncResult.get`: with several results pending it may consume
+    another result's message and then idle a whole second on a result
+    that is already stored, once per result.
+    """
+    return wait_until(result.ready, time.monotonic() + timeout)
 
 
 def counts_in(message: str) -> tuple[int, int] | None:

@@ -30,3 +30,21 @@ def linger(production_seconds: float, keep_going: bool, report_path: str | None 
                 with open(report_path, "w") as out:
                     out.write(f"{time.monotonic() - started}")
     return {"finished_wall": time.monotonic() - started}
+
+
+@app.task(name="probe.stuck", soft_time_limit=10, time_limit=20)
+def stuck() -> None:
+    """Ignore the soft limit and wait until the hard limit kills the child."""
+    from budgetlab.inworker import clock
+
+    while True:
+        try:
+            clock.sleep(1000)
+        except SoftTimeLimitExceeded:
+            pass
+
+
+@app.task(name="probe.now")
+def now() -> float:
+    """Return when this task started, on the machine's clock."""
+    return time.time()
