@@ -23,10 +23,10 @@ VISIBILITY_TIMEOUT = 3600
 RESTORE_INTERVAL = 10
 RESTORE_THROTTLE = 10
 MUTEX_EXPIRE = 300
-# One tick per real scan: the timer fires every interval x throttle (100 production
-# seconds), not ten times as often to scan once. Every tick costs the worker a Redis lock
-# and a range query, so ticking faster than production scans only burns CPU; with ten
-# Celery masters on two cores that was half a core. The floor keeps a very fast clock cheap.
+# One tick per real scan, as often as production scans: every interval x throttle (100
+# production seconds by default). Each scan costs the worker a Redis lock and a range query;
+# scanning every 10 production seconds instead cost ten idle Celery masters half of one of
+# two cores. The floor keeps a very fast clock cheap.
 FASTEST_TICK = 0.02
 
 
@@ -36,8 +36,9 @@ def lab_clock_transport_options(options: dict) -> dict:
         return dict(options)
     scaled = dict(options)
     scaled["visibility_timeout"] = timescale.to_wall(options.get("visibility_timeout", VISIBILITY_TIMEOUT))
+    # Kombu reads a throttle of 0 as 1: scan on every tick.
     scan_every = (options.get("unacked_restore_interval", RESTORE_INTERVAL)
-                  * options.get("unacked_restore_throttle", RESTORE_THROTTLE))
+                  * (options.get("unacked_restore_throttle", RESTORE_THROTTLE) or 1))
     scaled["unacked_restore_interval"] = max(timescale.to_wall(scan_every), FASTEST_TICK)
     scaled["unacked_restore_throttle"] = 1
     # A sweep holds a Redis lock while it restores; a worker killed while holding it would

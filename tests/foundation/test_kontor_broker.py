@@ -21,6 +21,8 @@ def test_the_sweep_ticks_once_per_production_scan(monkeypatch):
     assert options["unacked_restore_throttle"] == 1
     custom = broker.lab_clock_transport_options({"unacked_restore_interval": 5, "unacked_restore_throttle": 2})
     assert abs(custom["unacked_restore_interval"] - 0.02) < 1e-9
+    every_tick = broker.lab_clock_transport_options({"unacked_restore_interval": 20, "unacked_restore_throttle": 0})
+    assert abs(every_tick["unacked_restore_interval"] - 0.04) < 1e-9
 
 
 def test_kombus_default_timeout_is_scaled_when_the_settings_name_none(monkeypatch):
