@@ -1,12 +1,11 @@
 """The lab-clock pool fires real limits at scaled wall time and reports production seconds."""
 
-import datetime
 import time
 
 import pytest
 
 from budgetlab.inworker import clock
-from budgetlab.stories.reading import settled
+from budgetlab.stories.reading import settled, stored_at
 
 PROBE = str(__import__("pathlib").Path(__file__).parent / "probe")
 # Two cores shared with the worker: the limit may fire a little late, never early.
@@ -68,11 +67,6 @@ def test_the_next_task_starts_soon_after_a_hard_kill(start_worker, celery_client
         after = celery_client.send_task("probe.now", queue=queue_name)
         assert settled(after, 30), f"round {round_ + 1}: the task behind the killed one never ran"
         assert type(killed.result).__name__ == "TimeLimitExceeded", f"round {round_ + 1}: {killed.result!r}"
-        killed_at = killed.date_done
-        if isinstance(killed_at, str):
-            killed_at = datetime.datetime.fromisoformat(killed_at)
-        if killed_at.tzinfo is None:
-            killed_at = killed_at.replace(tzinfo=datetime.UTC)
-        waited = clock.to_production(after.result - killed_at.timestamp())
+        waited = clock.to_production(after.result - stored_at(killed))
         assert waited <= REPLACED_WITHIN, (f"round {round_ + 1}: the next task started {waited:.0f} production seconds "
                                            "after the hard kill")

@@ -8,13 +8,12 @@ workers decide. An Outcome says
 what happened to one probe, in production seconds: the soft limit the
 worker logged for it and when the probe felt it, and the hard limit
 that killed it. The numbers come from the worker's own log line and
-from TimeLimitExceeded; the probe's clock checks that they also held in
+from TimeLimitExceeded; the probe's notes check that they also held in
 time.
 """
 
 from __future__ import annotations
 
-import datetime
 import os
 import threading
 import time
@@ -29,7 +28,7 @@ from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.harness.rig import Rig
 from budgetlab.inworker import clock
 from budgetlab.stories.lab1 import HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE, start_masters, workers
-from budgetlab.stories.reading import settled
+from budgetlab.stories.reading import settled, stored_at
 
 # The decorated probe's own limits (lab1_probes.decorated).
 DECORATED_SOFT, DECORATED_HARD = 200.0, 250.0
@@ -52,6 +51,7 @@ class Outcome:
 
     queue: str
     seconds: float                 # how long the probe meant to run
+    queued: float | None           # from sending the probe to its start: the pool armed its timers in between
     soft_limit: float | None       # the soft limit the worker logged for it
     soft_at: float | None          # when the probe caught SoftTimeLimitExceeded
     hard_limit: float | None       # the hard limit that killed it (TimeLimitExceeded)
@@ -97,19 +97,25 @@ class Fleet:
             raise CouldNotGrade(self.error)
 
     def send(self, queue: str, kind: str, seconds: float) -> Probe:
-        probe_id = uuid.uuid4().hex
+        probe_id, sent = uuid.uuid4().hex, time.time()
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
-        return Probe(self, queue, seconds, probe_id, result)
+        return Probe(self, queue, seconds, probe_id, result, sent)
 
     def settings_of(self, queue: str) -> dict:
         """Return the worker's own view of its settings for the master that consumes `queue`."""
-        worker = workers(self.client).get(queue)
-        return worker.settings if worker else {}
+        return self._master_of(queue).settings
 
     def reported_soft_limit(self, queue: str) -> float | None:
         """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none)."""
+        return self._master_of(queue).soft_limit_of("lab1probe.plain")
+
+    def _master_of(self, queue: str):
+        # Only asked about a queue whose probe came back: its master ran it, so silence is not an answer.
         worker = workers(self.client).get(queue)
-        return worker.soft_limit_of("lab1probe.plain") if worker else None
+        if worker is None:
+            raise CouldNotGrade(f"the master that ran the probe on '{queue}' did not answer celery inspect "
+                                f"(log: {self.log})")
+        return worker
 
     def stop(self) -> None:
         # Nothing in a probe needs a warm shutdown: the checks have read every outcome they need.
@@ -152,30 +158,45 @@ class Probe:
     seconds: float
     probe_id: str
     result: object
+    sent: float                    # wall timestamp taken just before the probe was sent
 
     def outcome(self, timeout: float = 60.0) -> Outcome:
-        from celery.exceptions import TimeLimitExceeded
+        from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
         self.fleet.require()
         if not settled(self.result, timeout):
-            return Outcome(self.queue, self.seconds, None, None, None, None, None,
+            return Outcome(self.queue, self.seconds, None, None, None, None, None, None,
                            error=f"no result after {timeout:.0f} s wall")
-        soft_at = self._note("soft")
-        soft_limit = self._logged_soft_limit(wait=soft_at is not None)
+        started = self._note("start")
+        soft_at = self._since(started, self._note("soft"))
         value = self.result.result
+        # Every line of a probe catches SoftTimeLimitExceeded, so a probe that failed with it felt it
+        # outside its own code: after it returned, as a probe exactly as long as its soft limit may
+        # (1800 s on agent-batch), or, with no start noted, before it began.
+        outside = isinstance(value, SoftTimeLimitExceeded)
+        soft_limit = self._logged_soft_limit(wait=soft_at is not None or outside)
         ran = hard_limit = killed_at = error = None
         if self.result.state == "SUCCESS" and isinstance(value, dict):
             ran = float(value["ran"])
+        elif outside:
+            ran = self.seconds if started is not None else None
         elif isinstance(value, TimeLimitExceeded):
             hard_limit = float(value.args[0]) if value.args else None
-            killed_at = self._killed_at()
+            killed_at = self._since(started, stored_at(self.result))
         else:
             error = f"{self.result.state}: {value!r}"
-        return Outcome(self.queue, self.seconds, soft_limit, soft_at, hard_limit, killed_at, ran, error)
+        return Outcome(self.queue, self.seconds, self._since(self.sent, started), soft_limit, soft_at, hard_limit,
+                       killed_at, ran, error)
 
     def _note(self, kind: str) -> float | None:
+        """The wall timestamp the probe noted, if it got that far."""
         raw = self.fleet.notes.get(f"lab1probe:{self.probe_id}:{kind}")
         return float(raw) if raw is not None else None
+
+    @staticmethod
+    def _since(start: float | None, end: float | None) -> float | None:
+        """Production seconds between two wall timestamps, if both are known."""
+        return (end - start) / FACTOR if start is not None and end is not None else None
 
     def _logged_soft_limit(self, wait: bool) -> float | None:
         deadline = time.monotonic() + (3.0 if wait else 0.0)
@@ -186,15 +207,3 @@ class Probe:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.02)
-
-    def _killed_at(self) -> float | None:
-        """Production seconds from the probe's start to the moment the worker recorded the kill."""
-        started = self.fleet.notes.get(f"lab1probe:{self.probe_id}:start")
-        done = self.result.date_done
-        if started is None or done is None:
-            return None
-        if isinstance(done, str):
-            done = datetime.datetime.fromisoformat(done)
-        if done.tzinfo is None:
-            done = done.replace(tzinfo=datetime.UTC)
-        return (done.timestamp() - float(started)) / FACTOR

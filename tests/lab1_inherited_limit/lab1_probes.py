@@ -3,8 +3,9 @@
 A worker loads this module next to the lab's tasks. A probe notes its
 start in Redis, sleeps a number of production seconds and, when
 SoftTimeLimitExceeded arrives, notes that moment too and sleeps on, so
-that a hard limit, if there is one, kills it as well. The notes survive
-the kill; the result of a probe that finishes says how long it ran.
+that a hard limit, if there is one, kills it as well. Notes are wall
+timestamps, comparable with the grader's and the result's; they survive
+the kill. The result of a probe that finishes says how long it ran.
 """
 
 from __future__ import annotations
@@ -20,19 +21,18 @@ from kontor.celery_app import app
 
 
 def _run(probe_id: str, seconds: float) -> dict:
-    started = time.monotonic()
     notes = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
+    started, started_wall = time.monotonic(), time.time()
 
     def note_soft() -> float:
-        soft_at = clock.to_production(time.monotonic() - started)
-        notes.set(f"lab1probe:{probe_id}:soft", repr(soft_at), ex=3600)
-        return soft_at
+        notes.set(f"lab1probe:{probe_id}:soft", repr(time.time()), ex=3600)
+        return clock.to_production(time.monotonic() - started)
 
     try:
         try:
-            # The pool armed the timers before this ran: on a busy machine a short soft limit
-            # (45 s is 90 ms of wall time) may arrive while the start is noted, before the sleep.
-            notes.set(f"lab1probe:{probe_id}:start", repr(time.time()), ex=3600)
+            # The pool arms the timers when the child accepts the task, just before this runs: on a busy
+            # machine a short soft limit (45 s is 90 ms of wall time) may arrive while the start is noted.
+            notes.set(f"lab1probe:{probe_id}:start", repr(started_wall), ex=3600)
             clock.sleep(seconds)
         except SoftTimeLimitExceeded:
             soft_at = note_soft()

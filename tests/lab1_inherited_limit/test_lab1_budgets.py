@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from lab1_measure import DECORATED_HARD, DECORATED_SOFT, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Outcome, lateness_allowed
 
+from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, INTERACTIVE,
                                     INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL)
 
-# A pool arms its timers when it hands the task to the child, a few wall milliseconds before the task runs.
+# Production seconds a limit may arrive before its time: the precision of the pool's timers.
 EARLY = 20.0
 
 
@@ -37,17 +38,23 @@ def _settings_say(fleet: Fleet, queue: str) -> str:
 
 
 def _timing(outcome: Outcome) -> str | None:
-    """Say so when a limit's value was right but it did not hold in time."""
-    if outcome.soft_limit is not None and outcome.soft_at is not None:
-        limit = outcome.soft_limit
-        if not limit - EARLY <= outcome.soft_at <= limit + lateness_allowed(limit):
-            return (f"SoftTimeLimitExceeded for a {_seconds(outcome.soft_limit)} limit reached the task "
-                    f"{_seconds(outcome.soft_at)} in (is the machine very busy?)")
-    if outcome.hard_limit is not None and outcome.killed_at is not None:
-        limit = outcome.hard_limit
-        if not limit - EARLY <= outcome.killed_at <= limit + lateness_allowed(limit):
-            return (f"the kill for a {_seconds(outcome.hard_limit)} hard limit came {_seconds(outcome.killed_at)} "
-                    "in (is the machine very busy?)")
+    """Say so when a limit's value was right but it did not hold in time.
+
+    Lateness is measured from the probe's start. Earliness is measured from
+    the moment the probe was sent, which comes before the pool armed its
+    timers however busy the machine is: a child that a busy machine kept
+    waiting between accepting the probe and starting it must not read as a
+    limit that came early.
+    """
+    checks = [(outcome.soft_limit, outcome.soft_at,
+               "SoftTimeLimitExceeded for a {limit} limit reached the task {at} in"),
+              (outcome.hard_limit, outcome.killed_at, "the kill for a {limit} hard limit came {at} in")]
+    for limit, at, says in checks:
+        if limit is None or at is None:
+            continue
+        early = outcome.queued is not None and at + outcome.queued < limit - EARLY
+        if early or at > limit + lateness_allowed(limit):
+            return says.format(limit=_seconds(limit), at=_seconds(at)) + " (is the machine very busy?)"
     return None
 
 
@@ -64,6 +71,10 @@ def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | None:
     if outcome.finished:
         return (f"{who} was never killed: after its soft limit it ran on until it finished at "
                 f"{_seconds(outcome.ran)}; it should be killed at {_seconds(hard)}")
+    if outcome.hard_limit is None:
+        # The limit came before the probe's code began: a machine too busy to measure on, not the code's doing.
+        raise CouldNotGrade(f"{who} got SoftTimeLimitExceeded before its code began, so its hard limit could "
+                            "not be measured (is the machine very busy?)")
     if outcome.hard_limit != hard:
         return f"{who} was killed at {_seconds(outcome.hard_limit)}, not at {_seconds(hard)}"
     return _timing(outcome)

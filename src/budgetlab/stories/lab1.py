@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import re
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,24 +81,39 @@ class Worker:
         return self.pool[0] or None
 
 
-def workers(app) -> dict[str, Worker]:
-    """Ask every running master about itself; return them by the queue each consumes."""
+def workers(app, patience: float = 15.0) -> dict[str, Worker]:
+    """Ask every running master about itself; return them by the queue each consumes.
+
+    Each of the four questions waits 3 s for the replies. A master that a
+    busy machine kept from answering one of them in time is asked again,
+    for up to `patience` seconds, so that a late reply never reads as a
+    master with no limits; a master that never answers them all is left out.
+    """
     inspect = app.control.inspect(timeout=3.0, limit=len(QUEUES))
-    queues = inspect.active_queues() or {}
-    stats = inspect.stats() or {}
-    confs = inspect.conf() or {}
-    registered = inspect.registered("soft_time_limit", "time_limit") or {}
+    questions = {"queues": inspect.active_queues, "stats": inspect.stats, "conf": inspect.conf,
+                 "registered": lambda: inspect.registered("soft_time_limit", "time_limit")}
+    answers: dict[str, dict] = {name: {} for name in questions}
+    deadline = time.monotonic() + patience
+    unanswered = list(questions)
+    while True:
+        for name in unanswered:
+            answers[name].update(questions[name]() or {})
+        hosts = set().union(*answers.values())
+        unanswered = [name for name, replies in answers.items() if not hosts <= set(replies)]
+        if not unanswered or time.monotonic() >= deadline:
+            break
+    complete = {host for host in hosts if all(host in replies for replies in answers.values())}
     found = {}
-    for host, consumed in queues.items():
+    for host in sorted(complete):
         worker = Worker(host)
-        info = stats.get(host, {})
+        info = answers["stats"][host]
         worker.pid = info.get("pid")
         timeouts = info.get("pool", {}).get("timeouts") or (0, 0)
         worker.pool = (float(timeouts[0] or 0), float(timeouts[1] or 0))
         worker.flags = command_line_limits(worker.pid)
-        worker.settings = confs.get(host, {})
-        worker.tasks = dict(map(_registered_entry, registered.get(host, [])))
-        for queue in consumed:
+        worker.settings = answers["conf"][host]
+        worker.tasks = dict(map(_registered_entry, answers["registered"][host]))
+        for queue in answers["queues"][host]:
             found[queue["name"]] = worker
     return found
 

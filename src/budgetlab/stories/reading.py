@@ -1,7 +1,8 @@
-"""What several stories read the same way: a state waited on (never a sleep), a task's result, and the "N of M" a job's message states."""
+"""What several stories read the same way: a state waited on (never a sleep), a task's result and when it was stored, and the "N of M" a job's message states."""
 
 from __future__ import annotations
 
+import datetime
 import re
 import time
 from collections.abc import Callable
@@ -29,6 +30,18 @@ def settled(result, timeout: float) -> bool:
     that is already stored, once per result.
     """
     return wait_until(result.ready, time.monotonic() + timeout)
+
+
+def stored_at(result) -> float | None:
+    """The wall timestamp at which the worker stored a settled result (for a hard kill: when it saw the kill)."""
+    done = result.date_done
+    if done is None:
+        return None
+    if isinstance(done, str):
+        done = datetime.datetime.fromisoformat(done)
+    if done.tzinfo is None:  # Celery stores UTC, without saying so in every version
+        done = done.replace(tzinfo=datetime.UTC)
+    return done.timestamp()
 
 
 def counts_in(message: str) -> tuple[int, int] | None:
