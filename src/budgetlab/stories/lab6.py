@@ -56,8 +56,11 @@ def to_production(wall_seconds: float) -> float:
 
 
 # Wall seconds a check waits beyond a promise and its tolerance before it reads what happened:
-# a late ending is measured, not guessed, as long as it arrives within this.
+# for a run that has not started, from the moment it was sent (a busy machine may be slow to hand
+# it to a thread); for a run that has, from its start (its final write may take a moment to land).
+# A late ending is measured, not guessed, as long as it arrives within this.
 SLACK = 2.0
+STARTED_SLACK = 1.0
 
 # A healthy provider answers each call in this many production seconds: a question of three steps
 # takes about 12 s, the review's thirty steps about 120 s, both well inside their budgets.
@@ -129,6 +132,26 @@ def has_started(run_id: int) -> bool:
     return _models().AgentRun.objects.filter(pk=run_id, started_at__isnull=False).exists()
 
 
+def all_decided(sent: dict[int, float], allowed: float) -> bool:
+    """Whether every run has ended, or run past its promise and the slack, or waited that long to start.
+
+    `sent` maps each run's id to the wall time its task was sent; `allowed`
+    is its promise and tolerance in production seconds. Each run gets its
+    own deadline, so one a busy machine started late is not read early.
+    """
+    now = time.time()
+    for run_id, status, started_at in _models().AgentRun.objects.filter(pk__in=sent).values_list(
+            "pk", "status", "started_at"):
+        if status in ("succeeded", "failed"):
+            continue
+        if started_at is None:
+            if now < sent[run_id] + to_wall(allowed) + SLACK:
+                return False
+        elif now < started_at.timestamp() + to_wall(allowed) + STARTED_SLACK:
+            return False
+    return True
+
+
 def all_final(*run_ids: int) -> bool:
     """Whether every one of these runs has ended (one query, however many runs)."""
     final = _models().AgentRun.objects.filter(pk__in=run_ids, status__in=("succeeded", "failed"))
@@ -189,14 +212,15 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
 
     def ask(first: int, count: int, promise: float = PROMISE, tolerance: float = TOLERANCE) -> list[Ending]:
         runs = [create_question(n) for n in range(first, first + count)]
-        sent = []
+        sent = {}
         for run in runs:
-            sent.append(time.time())
+            sent[run.pk] = time.time()
             rig.client.send_task(QUESTION_TASK, args=[run.pk], queue=queue)
-        # Wait until every run is final or well past its promise, then read how each ended.
-        wait_until(lambda: all_final(*(run.pk for run in runs)),
-                   time.monotonic() + to_wall(promise + tolerance) + SLACK)
-        return [read_ending(run, at) for run, at in zip(runs, sent)]
+        # Wait until every run is final or well past its promise, then read how each ended. The
+        # outer bound only guards against a clock gone wrong: every run is decided well before it.
+        wait_until(lambda: all_decided(sent, promise + tolerance),
+                   time.monotonic() + 2 * (to_wall(promise + tolerance) + SLACK))
+        return [read_ending(run, sent[run.pk]) for run in runs]
 
     review = create_review()
     review_sent = time.time()
