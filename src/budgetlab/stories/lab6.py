@@ -27,6 +27,8 @@ SETTINGS = f"{SLUG}.settings"
 QUESTION_TASK = "kontor.assistant.answer_question"
 REVIEW_TASK = "kontor.assistant.review_month"
 
+# An AgentRun in one of these statuses has ended; read as plain strings, Django set up or not.
+FINAL = ("succeeded", "failed")
 # The product's promises, in production seconds, as the lab's docstrings state them.
 PROMISE = 45.0
 REVIEW_BUDGET = 180.0
@@ -91,7 +93,7 @@ class Ending:
 
     @property
     def final(self) -> bool:
-        return self.status in ("succeeded", "failed")
+        return self.status in FINAL
 
 
 def _models():
@@ -142,7 +144,7 @@ def all_decided(sent: dict[int, float], allowed: float) -> bool:
     now = time.time()
     for run_id, status, started_at in _models().AgentRun.objects.filter(pk__in=sent).values_list(
             "pk", "status", "started_at"):
-        if status in ("succeeded", "failed"):
+        if status in FINAL:
             continue
         if started_at is None:
             if now < sent[run_id] + to_wall(allowed) + SLACK:
@@ -154,7 +156,7 @@ def all_decided(sent: dict[int, float], allowed: float) -> bool:
 
 def all_final(*run_ids: int) -> bool:
     """Whether every one of these runs has ended (one query, however many runs)."""
-    final = _models().AgentRun.objects.filter(pk__in=run_ids, status__in=("succeeded", "failed"))
+    final = _models().AgentRun.objects.filter(pk__in=run_ids, status__in=FINAL)
     return final.count() == len(set(run_ids))
 
 
