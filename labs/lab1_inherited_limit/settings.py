@@ -7,7 +7,7 @@ invoice reminder sweep were both stopped after 120 s. Read entrypoint.sh
 for the goal; the budget in this file is half of the answer.
 """
 
-from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the lab-clock pool)
+from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the prefork pool)
 
 # TODO: make these the limits that a task without its own really gets.
 task_soft_time_limit = 600

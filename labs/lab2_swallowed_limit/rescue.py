@@ -32,7 +32,7 @@ class Stuck:
     job: BatchJob
     written: int
     unit: str
-    hard_limit: float  # production seconds, as the task declares it
+    hard_limit: float  # seconds, as the task declares it
 
     def progress(self) -> str:
         return f"{self.written:,} of {self.job.items_total:,} {self.unit}"
@@ -49,18 +49,17 @@ def subsystems() -> list[tuple[str, type[BatchJob], object, str, str]]:
 
 def stuck_jobs(now: datetime.datetime | None = None) -> list[Stuck]:
     """Return the jobs still in their running state that started longer ago than their task's hard limit."""
-    from kontor import timescale
     from django.utils import timezone
     from kontor.books.selectors import jobs_stuck
 
     now = now or timezone.now()
     found = []
     for label, model, task, related, unit in subsystems():
-        # The task's own declaration is the source of truth for its budget; the lab clock maps it to wall time.
+        # The task's own declaration is the source of truth for its budget.
         hard = task.time_limit or app.conf.task_time_limit
         if not hard:
             continue  # without a hard limit nothing kills the task, so "too old" has no line to cross
-        older_than = datetime.timedelta(seconds=timescale.to_wall(hard))
+        older_than = datetime.timedelta(seconds=hard)
         for job in jobs_stuck(model, older_than, now):
             found.append(Stuck(label, job, getattr(job, related).count(), unit, float(hard)))
     return found
@@ -76,11 +75,9 @@ def mark_failed(stuck: Stuck) -> None:
 
 def report(found: list[Stuck], now: datetime.datetime) -> list[str]:
     """Return the lines that describe the stuck jobs, one per job and a summary."""
-    from kontor import timescale
-
     lines = []
     for stuck in found:
-        age = timescale.to_production((now - stuck.job.started_at).total_seconds())
+        age = (now - stuck.job.started_at).total_seconds()
         lines.append(f"{stuck.label} {stuck.job.pk}: '{stuck.job.status}' for {age:,.0f} s "
                      f"(hard limit {stuck.hard_limit:g} s), {stuck.progress()} written, "
                      f"{_plural(len(stuck.job.failures), 'item')} failed")

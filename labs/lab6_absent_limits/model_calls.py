@@ -2,8 +2,6 @@
 
 The client is the official openai client, made by Kontor's factory
 (kontor.llm.model_client), which takes the same keywords as openai.OpenAI.
-Write durations in production seconds: the factory runs the client's
-waits on the lab clock.
 
 Every option you do not pass is the library's default. Somebody chose
 those numbers, for every program in the world that uses the library; not

@@ -9,7 +9,7 @@ for the goal; the budget in this file is half of the answer.
 
 import os
 
-from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the lab-clock pool)
+from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the prefork pool)
 
 # The fix: these are now the limits a task without its own really gets,
 # because no worker flag on the transactional queues overrides them. A

@@ -2,8 +2,6 @@
 
 The client is the official openai client, made by Kontor's factory
 (kontor.llm.model_client), which takes the same keywords as openai.OpenAI.
-Write durations in production seconds: the factory runs the client's
-waits on the lab clock.
 
 Every option you do not pass is the library's default. Somebody chose
 those numbers, for every program in the world that uses the library; not
@@ -16,7 +14,6 @@ run it belongs to may take (see assistant.py and review.py).
 import logging
 import time
 
-from kontor import timescale
 from kontor.llm import MODEL, model_client
 
 log = logging.getLogger(__name__)
@@ -37,14 +34,14 @@ class OutOfTime(Exception):
 
 
 class Deadline:
-    """The production seconds one run may still spend, shared by all its calls."""
+    """The seconds one run may still spend, shared by all its calls."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self._ends = time.monotonic() + timescale.to_wall(seconds)
+        self._ends = time.monotonic() + seconds
 
     def left(self) -> float:
-        return timescale.to_production(self._ends - time.monotonic())
+        return self._ends - time.monotonic()
 
 
 def ask(prompt: str, deadline: Deadline) -> str:

@@ -12,7 +12,7 @@ job is handed out again while its first run is alive and within its
 budget. Read the Redis transport's options in kombu's documentation.
 """
 
-from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the lab-clock pool)
+from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the prefork pool)
 
 # A message is acknowledged only after its task returned, so a job whose worker
 # dies mid-way is not lost: the broker delivers it again.

@@ -260,15 +260,19 @@ def stack_down(remove_copies: bool = typer.Option(
 
 @stack_app.command("env")
 def stack_env() -> None:
-    """Print the variables that point Kontor at the stack, for: eval "$(budgetlab stack env)"."""
+    """Print the variables that point Kontor at the stack, on the lab clock, for: eval "$(budgetlab stack env)"."""
     import shlex
 
     from budgetlab import stack
+    from budgetlab.harness.workers import on_lab_clock
     from budgetlab.inworker import clock
 
     # Kontor reads only its own variables (it never imports budgetlab): these are its seams.
     variables = {"KONTOR_DATABASE_URL": stack.lab_database_url(), "KONTOR_BROKER_URL": stack.redis_url(0),
-                 "KONTOR_TIME_SCALE": str(clock.factor()), "DJANGO_SETTINGS_MODULE": "kontor.settings"}
+                 "DJANGO_SETTINGS_MODULE": "kontor.settings", "BUDGETLAB_CLOCK": str(clock.factor())}
+    # And the lab clock, as in the workers: Python started from this shell runs on it.
+    clocked = on_lab_clock(variables)
+    variables.update({name: clocked[name] for name in ("BUDGETLAB_CLOCK_ANCHOR", "PYTHONPATH", "PGOPTIONS")})
     for name, value in variables.items():
         typer.echo(f"export {name}={shlex.quote(value)}")
 

@@ -7,14 +7,12 @@ learner's), KONTOR_TASK_MODULES the comma-separated task modules.
 import os
 
 import django
-from celery import bootsteps
-
-from kontor.broker import KontorCelery
+from celery import Celery, bootsteps
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
 django.setup()
 
-app = KontorCelery("kontor")
+app = Celery("kontor")
 app.config_from_object(os.environ.get("KONTOR_CELERY_SETTINGS", "kontor.celeryconfig"))
 _modules = [m.strip() for m in os.environ.get("KONTOR_TASK_MODULES", "").split(",") if m.strip()]
 app.conf.include = [*app.conf.include, *_modules]

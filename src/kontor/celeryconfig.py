@@ -13,9 +13,8 @@ result_serializer = "json"
 accept_content = ["json"]
 # Results carry the task's name, args and worker, so a result read back names what ran where.
 result_extended = True
-# Celery's prefork pool unless the deployment names another: the workshop names its
-# lab-clock pool (prefork with time limits scaled like the rest of its clock).
-worker_pool = os.environ.get("KONTOR_WORKER_POOL", "prefork")
+# Celery's default, written out: prefork is the pool that applies both time limits.
+worker_pool = "prefork"
 # One message at a time per child: long model-calling tasks must not sit reserved behind
 # a busy child while another one idles.
 worker_prefetch_multiplier = 1

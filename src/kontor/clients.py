@@ -1,4 +1,4 @@
-"""Stand-ins for the language model and the OCR service, on Kontor's time scale.
+"""Stand-ins for the language model and the OCR service: they sleep for a call's latency, then answer.
 
 Their latencies follow `kontor.latency` and are deterministic per item
 key and seed. A scenario can pin latencies, or make an item's call fail,
@@ -8,7 +8,7 @@ with a plan file named by KONTOR_LATENCY_PLAN:
      "model": {"default": 5.5, "keys": {"row-341": 40.0}, "fail": ["row-12"]},
      "ocr":   {"default": 0.03}}
 
-All latencies are production seconds; the sleep follows `kontor.timescale`.
+All latencies are production seconds.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import functools
 import hashlib
 import json
 import os
+import time
 
-from kontor import timescale
 from kontor.latency import MODEL_CALL, OCR_CALL, LatencyModel, keyed_rng
 
 
@@ -76,7 +76,7 @@ def model_complete(prompt: str, *, key: str) -> str:
     which is what Kontor's prompts ask for.
     """
     _log_call("model", key)
-    timescale.sleep(latency("model", key))
+    time.sleep(latency("model", key))
     if _fails("model", key):
         raise ModelError(f"model service returned 502 for {key}")
     digest = hashlib.sha1(prompt.encode()).hexdigest()[:8]
@@ -85,7 +85,7 @@ def model_complete(prompt: str, *, key: str) -> str:
 
 def ocr_read(content: str, *, key: str) -> str:
     """Read a document's text, as the OCR service would, in tens of production milliseconds."""
-    timescale.sleep(latency("ocr", key))
+    time.sleep(latency("ocr", key))
     if _fails("ocr", key):
         raise OcrError(f"OCR could not read {key}")
     return " ".join(content.split())

@@ -1,14 +1,12 @@
-"""Kontor's model client: the official openai client, pointed at the model service, on the lab clock.
+"""Kontor's model client: the official openai client, pointed at the model service.
 
     from kontor.llm import model_client
-    client = model_client(timeout=30, max_retries=1)   # production seconds
+    client = model_client(timeout=30, max_retries=1)
     client.chat.completions.create(model=MODEL, messages=[...])
 
 Every keyword goes to `openai.OpenAI` unchanged, so a client made here has
 the library's own defaults unless the caller chooses otherwise: a 600 s
-timeout and two retries. Durations stay in production seconds in the
-code; only the waits the client really makes (its timeouts, per client or
-per request, and its pauses between retries) are scaled by the lab clock.
+read timeout (5 s to connect) and two retries.
 KONTOR_MODEL_BASE_URL names the service (the workshop starts one per lab run).
 """
 
@@ -16,37 +14,10 @@ from __future__ import annotations
 
 import os
 
-import httpx2
 import openai
-from openai._types import NotGiven
-
-from kontor import timescale
 
 # The model Kontor's prompts are written for; the workshop's stand-in answers to any name.
 MODEL = "kontor-assistant-1"
-
-
-def _to_wall(timeout):
-    """Scale a timeout as openai accepts it (seconds, an httpx Timeout, or None) to the lab clock."""
-    if timeout is None or isinstance(timeout, NotGiven):
-        return timeout
-    if isinstance(timeout, (int, float)):
-        return timescale.to_wall(float(timeout))
-    return httpx2.Timeout(connect=timescale.to_wall(timeout.connect), read=timescale.to_wall(timeout.read),
-                          write=timescale.to_wall(timeout.write), pool=timescale.to_wall(timeout.pool))
-
-
-class LabClockOpenAI(openai.OpenAI):
-    """The openai client, unchanged but for the clock its timeouts and retry pauses run on."""
-
-    def _build_request(self, options, *, retries_taken: int = 0):
-        chosen = self.timeout if isinstance(options.timeout, NotGiven) else options.timeout
-        options.timeout = _to_wall(chosen)
-        return super()._build_request(options, retries_taken=retries_taken)
-
-    def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None) -> float:
-        # The pause is computed in production seconds (the service's Retry-After is in them too).
-        return timescale.to_wall(super()._calculate_retry_timeout(remaining_retries, options, response_headers))
 
 
 def base_url() -> str:
@@ -57,9 +28,9 @@ def base_url() -> str:
 
 
 def model_client(**options) -> openai.OpenAI:
-    """Return an openai client for Kontor's model service; options as for `openai.OpenAI`, in production seconds."""
+    """Return an openai client for Kontor's model service; options as for `openai.OpenAI`."""
     options.setdefault("api_key", os.environ.get("KONTOR_MODEL_API_KEY", "kontor-workshop"))
-    client = LabClockOpenAI(base_url=base_url(), **options)
+    client = openai.OpenAI(base_url=base_url(), **options)
     _warm_up(client)
     return client
 

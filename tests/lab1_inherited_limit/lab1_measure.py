@@ -97,7 +97,7 @@ class Fleet:
             raise CouldNotGrade(self.error)
 
     def send(self, queue: str, kind: str, seconds: float) -> Probe:
-        probe_id, sent = uuid.uuid4().hex, time.time()
+        probe_id, sent = uuid.uuid4().hex, clock.production_now(FACTOR)
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
         return Probe(self, queue, seconds, probe_id, result, sent)
 
@@ -158,7 +158,7 @@ class Probe:
     seconds: float
     probe_id: str
     result: object
-    sent: float                    # wall timestamp taken just before the probe was sent
+    sent: float                    # production timestamp taken just before the probe was sent
 
     def outcome(self, timeout: float = 60.0) -> Outcome:
         from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
@@ -189,14 +189,14 @@ class Probe:
                        killed_at, ran, error)
 
     def _note(self, kind: str) -> float | None:
-        """The wall timestamp the probe noted, if it got that far."""
+        """The production timestamp the probe noted, if it got that far."""
         raw = self.fleet.notes.get(f"lab1probe:{self.probe_id}:{kind}")
         return float(raw) if raw is not None else None
 
     @staticmethod
     def _since(start: float | None, end: float | None) -> float | None:
-        """Production seconds between two wall timestamps, if both are known."""
-        return (end - start) / FACTOR if start is not None and end is not None else None
+        """Seconds between two production timestamps, if both are known."""
+        return end - start if start is not None and end is not None else None
 
     def _logged_soft_limit(self, wait: bool) -> float | None:
         deadline = time.monotonic() + (3.0 if wait else 0.0)

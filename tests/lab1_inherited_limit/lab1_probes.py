@@ -1,11 +1,13 @@
-"""Probe tasks that the lab-1 graders send to each queue: they sleep on the lab clock and note when limits arrive.
+"""Probe tasks that the lab-1 graders send to each queue: they sleep and note when limits arrive.
 
 A worker loads this module next to the lab's tasks. A probe notes its
-start in Redis, sleeps a number of production seconds and, when
+start in Redis, sleeps a number of seconds and, when
 SoftTimeLimitExceeded arrives, notes that moment too and sleeps on, so
-that a hard limit, if there is one, kills it as well. Notes are wall
-timestamps, comparable with the grader's and the result's; they survive
-the kill. The result of a probe that finishes says how long it ran.
+that a hard limit, if there is one, kills it as well. The worker runs on
+the lab clock, so the notes are production timestamps, comparable with
+the result's and with the grader's wall instants converted by
+clock.production_time; they survive the kill. The result of a probe that
+finishes says how long it ran.
 """
 
 from __future__ import annotations
@@ -16,34 +18,35 @@ import time
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab.inworker import clock
 from kontor.celery_app import app
 
 
 def _run(probe_id: str, seconds: float) -> dict:
     notes = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
-    started, started_wall = time.monotonic(), time.time()
+    # Notes outlive any check that reads them (the lease's database is emptied when it is released).
+    keep = 30 * 86400
+    started, started_at = time.monotonic(), time.time()
 
     def note_soft() -> float:
-        notes.set(f"lab1probe:{probe_id}:soft", repr(time.time()), ex=3600)
-        return clock.to_production(time.monotonic() - started)
+        notes.set(f"lab1probe:{probe_id}:soft", repr(time.time()), ex=keep)
+        return time.monotonic() - started
 
     try:
         try:
             # The pool arms the timers when the child accepts the task, just before this runs: on a busy
-            # machine a short soft limit (45 s is 90 ms of wall time) may arrive while the start is noted.
-            notes.set(f"lab1probe:{probe_id}:start", repr(started_wall), ex=3600)
-            clock.sleep(seconds)
+            # machine a short soft limit (45 s is 90 ms of wall time on the checks' clock) may arrive while the start is noted.
+            notes.set(f"lab1probe:{probe_id}:start", repr(started_at), ex=keep)
+            time.sleep(seconds)
         except SoftTimeLimitExceeded:
             soft_at = note_soft()
             if seconds > soft_at:
-                clock.sleep(seconds - soft_at)
-        ran = clock.to_production(time.monotonic() - started)
+                time.sleep(seconds - soft_at)
+        ran = time.monotonic() - started
     except SoftTimeLimitExceeded:
         # A probe as long as its soft limit (1800 s on agent-batch) may finish its sleep a moment
         # before a timer that a busy machine delayed: the limit still arrived, just after the sleep.
         note_soft()
-        ran = clock.to_production(time.monotonic() - started)
+        ran = time.monotonic() - started
     return {"ran": ran}
 
 

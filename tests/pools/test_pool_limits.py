@@ -34,8 +34,8 @@ def run_probe(pool: str, tmp_path: Path) -> tuple[str, str, float]:
         queue = rig.queue()
         argv = [sys.executable, "-m", "celery", "-A", "pools_probe", "worker", "-P", pool, "-c", "2", "-Q", queue,
                 "-n", unique_hostname(pool), "-l", "INFO", *FAST_FLAGS]
-        # The probe app is plain Celery: no Django settings for it to load.
-        rig.start_worker([queue], [], argv=argv, extra_env={"DJANGO_SETTINGS_MODULE": None},
+        # The probe app is plain Celery: no Django settings for it to load, and wall time (its limits are real seconds).
+        rig.start_worker([queue], [], argv=argv, extra_env={"DJANGO_SETTINGS_MODULE": None, "BUDGETLAB_CLOCK": "1"},
                          log=tmp_path / f"{pool}.log")
         started = time.monotonic()
         result = rig.client.send_task("pools.nap", queue=queue)

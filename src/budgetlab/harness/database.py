@@ -47,6 +47,9 @@ def fingerprint() -> str:
         for path in sorted((root / source).rglob("*.py")) if (root / source).is_dir() else [root / source]:
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
+    from budgetlab.inworker import servertime
+
+    digest.update(servertime.SQL.encode())
     return digest.hexdigest()[:16]
 
 
@@ -293,7 +296,11 @@ def _main(wanted: str) -> None:
     from kontor.seed import seed
 
     seed()
+    from budgetlab.inworker import servertime
+
     with connection.cursor() as cursor:
+        # PostgreSQL's now() on the lab clock, for the connections of lab processes (servertime).
+        cursor.execute(servertime.SQL)
         cursor.execute("CREATE TABLE budgetlab_meta (key text PRIMARY KEY, value text NOT NULL)")
         cursor.execute("INSERT INTO budgetlab_meta VALUES ('fingerprint', %s)", [wanted])
 

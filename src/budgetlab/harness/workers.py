@@ -1,7 +1,8 @@
 """Real Celery workers for runs and graders: started with a target's code, stopped by PID.
 
-A worker here is a real `celery worker` master with prefork children on
-the lab-clock pool, against the stack's PostgreSQL and Redis. Readiness is
+A worker here is a real `celery worker` master (prefork unless its
+settings name another pool), on the lab clock, against the stack's
+PostgreSQL and Redis. Readiness is
 the worker's own "<hostname> ready." log line, never a sleep or a ping.
 Stopping sends SIGTERM to every process of the tree by PID, then SIGKILL
 to whatever is left, and confirms that nothing remains; a check that has
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
 from budgetlab.harness import checkreport
-from budgetlab.inworker import clock
+from budgetlab.inworker import clock, servertime
 from budgetlab.stack import process
 
 READY = re.compile(r"(\S+@\S+) ready\.")
@@ -54,8 +55,8 @@ class Environment:
             KONTOR_BROKER_URL=self.broker_url,
             KONTOR_RESULT_BACKEND=self.broker_url,
             KONTOR_TASK_MODULES=",".join(self.modules),
-            KONTOR_WORKER_POOL="budgetlab.inworker.pool:TaskPool",
             BUDGETLAB_CLOCK=str(clock.factor()),
+            BUDGETLAB_CLOCK_ANCHOR=repr(clock.anchor()),
             PYTHONUNBUFFERED="1",
         )
         if self.settings_module:
@@ -63,10 +64,24 @@ class Environment:
         if self.latency_plan:
             env["KONTOR_LATENCY_PLAN"] = str(self.latency_plan)
         env.update(self.extra)
-        # Kontor's own seams for the workshop's clock and pool (Kontor never imports budgetlab):
-        # its stand-ins sleep on the same clock the pool scales the limits by, overrides included.
-        env["KONTOR_TIME_SCALE"] = env["BUDGETLAB_CLOCK"]
-        return env
+        return on_lab_clock(env)
+
+
+def on_lab_clock(env: dict[str, str]) -> dict[str, str]:
+    """Put the processes started with `env` on the lab clock its BUDGETLAB_CLOCK names (an override included).
+
+    Their Python starts through the boot folder's sitecustomize, whatever
+    PYTHONPATH a caller chose, and their PostgreSQL connections read now()
+    on the same clock (PGOPTIONS).
+    """
+    env = dict(env)
+    paths = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry and entry != str(clock.BOOT_DIR)]
+    env["PYTHONPATH"] = os.pathsep.join([str(clock.BOOT_DIR), *paths])
+    env.setdefault("BUDGETLAB_CLOCK_ANCHOR", repr(clock.anchor()))
+    options = servertime.connection_options(float(env.get("BUDGETLAB_CLOCK") or clock.factor()),
+                                            float(env["BUDGETLAB_CLOCK_ANCHOR"]))
+    env["PGOPTIONS"] = " ".join(filter(None, [os.environ.get("PGOPTIONS", ""), options]))
+    return env
 
 
 def celery_argv(queues: list[str], hostname: str, concurrency: int = 1, extra: list[str] | None = None) -> list[str]:

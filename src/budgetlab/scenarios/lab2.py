@@ -105,7 +105,8 @@ class LogView:
         moment = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
         if self._started is None and " received" in message:
             self._started = moment
-        seconds = clock.to_production((moment - self._started).total_seconds()) if self._started else 0.0
+        # The worker logs on the lab clock: its timestamps are production time already.
+        seconds = (moment - self._started).total_seconds() if self._started else 0.0
         raw = f"[{stamp[11:]}: {process}] {message}"
         if limit := TASK_LINE.search(message):
             self._limit(seconds, limit, raw)

@@ -167,7 +167,8 @@ def from_log(text: str, task_id: str) -> tuple[float | None, float | None]:
             received = at
         elif re.search(r"\] (succeeded in|raised unexpected|failed)", said) or said.startswith("Hard time limit"):
             ended = at if ended is None else ended
-    ran = clock.to_production(ended - received) if received is not None and ended is not None else None
+    # The worker logs on the lab clock: its timestamps are production time already.
+    ran = ended - received if received is not None and ended is not None else None
     return soft, ran
 
 

@@ -122,9 +122,10 @@ def read_ending(run, sent_at: float) -> Ending:
     run.refresh_from_db()
     seconds = waited = None
     if run.started_at is not None:
-        waited = to_production(run.started_at.timestamp() - sent_at)
+        # The worker writes its timestamps on the lab clock; `sent_at` is the grader's wall time.
+        waited = run.started_at.timestamp() - clock.production_time(sent_at, time_scale())
         if run.finished_at is not None and run.status in (AgentRun.COMPLETED, AgentRun.FAILED):
-            seconds = to_production(run.finished_at.timestamp() - run.started_at.timestamp())
+            seconds = run.finished_at.timestamp() - run.started_at.timestamp()
     return Ending(run_id=run.pk, status=run.status, message=run.message, steps_total=len(run.steps),
                   steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
                   seconds=seconds, waited=waited)
@@ -149,7 +150,7 @@ def all_decided(sent: dict[int, float], allowed: float) -> bool:
         if started_at is None:
             if now < sent[run_id] + to_wall(allowed) + SLACK:
                 return False
-        elif now < started_at.timestamp() + to_wall(allowed) + STARTED_SLACK:
+        elif now < clock.wall_time(started_at.timestamp() + allowed, time_scale()) + STARTED_SLACK:
             return False
     return True
 

@@ -42,9 +42,8 @@ def lab_clock():
 
     Yields the factor in force; the environment is as it was afterwards.
     """
-    saved = {name: os.environ.get(name) for name in ("BUDGETLAB_CLOCK", "KONTOR_TIME_SCALE")}
+    saved = {name: os.environ.get(name) for name in ("BUDGETLAB_CLOCK",)}
     os.environ.setdefault("BUDGETLAB_CLOCK", str(CLOCK))
-    os.environ["KONTOR_TIME_SCALE"] = os.environ["BUDGETLAB_CLOCK"]
     from budgetlab.inworker import clock
 
     try:

@@ -33,7 +33,11 @@ def settled(result, timeout: float) -> bool:
 
 
 def stored_at(result) -> float | None:
-    """The wall timestamp at which the worker stored a settled result (for a hard kill: when it saw the kill)."""
+    """The timestamp at which the worker stored a settled result (for a hard kill: when it saw the kill).
+
+    Workers run on the lab clock, so this is production time: compare it
+    with clock.production_time() of a wall instant, never with wall time.
+    """
     done = result.date_done
     if done is None:
         return None
