@@ -1,4 +1,4 @@
-"""A probe task for the Celery version tests: it sleeps on the lab clock and reports the message's time limits.
+"""A probe task for the Celery version tests: it sleeps and reports the message's time limits.
 
 It declares no limits of its own, so whatever limit it meets comes from
 the worker, the settings or the message. It returns the `timelimit`
@@ -11,17 +11,16 @@ import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab.inworker import clock
 from kontor.celery_app import app
 
 
 @app.task(name="versions.probe", bind=True)
 def probe(self, seconds: float) -> dict:
-    """Sleep `seconds` production seconds; say when the soft limit arrived, if it did."""
+    """Sleep `seconds`; say when the soft limit arrived, if it did."""
     started = time.monotonic()
     soft_at = None
     try:
-        clock.sleep(seconds)
+        time.sleep(seconds)
     except SoftTimeLimitExceeded:
-        soft_at = clock.to_production(time.monotonic() - started)
+        soft_at = time.monotonic() - started
     return {"timelimit": self.request.timelimit, "soft_at": soft_at}

@@ -35,6 +35,13 @@ def _workshop_imports(source: str) -> list[str]:
     return found
 
 
+def test_no_time_scale_in_kontor_or_the_labs():
+    """Kontor and the lab code write time as production code does: nothing converts to or from a workshop clock."""
+    words = ("timescale", "to_wall", "to_production", "TIME_SCALE")
+    offenders = sorted(str(path.relative_to(ROOT)) for path, source in _sources() if any(w in source for w in words))
+    assert not offenders, f"these convert time for the workshop: {offenders}"
+
+
 def test_no_workshop_imports_in_kontor_or_the_labs():
     """No module or notebook under src/kontor, labs/ or solutions/ imports budgetlab."""
     offenders = {str(path.relative_to(ROOT)): names for path, source in _sources()
@@ -47,10 +54,9 @@ def test_kontor_starts_with_budgetlab_unimportable():
     code = ("import sys; sys.modules['budgetlab'] = None\n"
             "import django; django.setup()\n"
             "from kontor.celery_app import app; app.loader.import_default_modules(); app.conf.broker_url\n"
-            "from kontor import clients, timescale\n"
-            "assert timescale.factor() == 0.25, timescale.factor()\n"
+            "from kontor import clients, llm\n"
             "print(clients.latency('model', 'row-1') > 0)\n")
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_TIME_SCALE="0.25",
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="kontor.settings",
                KONTOR_DATABASE_URL="postgresql://kontor@127.0.0.1:1/kontor", KONTOR_BROKER_URL="redis://127.0.0.1:1/0")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr[-2000:]

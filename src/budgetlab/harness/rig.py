@@ -22,6 +22,8 @@ leave a database or lease that nobody owns.
 from __future__ import annotations
 
 import contextlib
+import datetime
+import functools
 import json
 import os
 import shutil
@@ -35,6 +37,7 @@ from pathlib import Path
 from budgetlab.errors import BudgetlabError
 from budgetlab.harness import database
 from budgetlab.harness.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab.inworker import clock
 from budgetlab.stack.leases import RedisLease
 
 # Signals whose Python handlers raise (KeyboardInterrupt, the graders' CheckStalled): held back
@@ -108,10 +111,8 @@ class Rig:
     def client(self):
         """A Celery app that sends tasks by name and reads their results, like Kontor's web process."""
         if self._client is None:
-            from celery import Celery
-
             broker = self.broker_url
-            app = Celery(self.label, broker=broker, backend=broker, set_as_current=False)
+            app = _production_time_celery()(self.label, broker=broker, backend=broker, set_as_current=False)
             # The workshop's wire format; results carry their task's name and worker.
             app.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
                             result_extended=True)
@@ -271,6 +272,19 @@ def _held_signals() -> Iterator[None]:
             signal.signal(number, handler)
         for number in dict.fromkeys(caught):
             signal.raise_signal(number)
+
+
+@functools.cache
+def _production_time_celery() -> type:
+    from celery import Celery  # on first use: importing Celery costs every CLI command otherwise
+
+    class ProductionTimeCelery(Celery):
+        """A client whose `countdown`, `eta` and `expires` count from production time, as the workers read it."""
+
+        def now(self):
+            return datetime.datetime.fromtimestamp(clock.production_now(), datetime.timezone.utc)
+
+    return ProductionTimeCelery
 
 
 def configure_django(url: str) -> None:

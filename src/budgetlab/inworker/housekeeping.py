@@ -11,7 +11,9 @@ in production, expressed in the production seconds the process now reads:
 
 - prefork's wait for a new child's first message (worker_proc_alive_timeout, 4 s);
 - kombu's BRPOP poll (1 s) and its health checks (25 s), which also decide
-  when a BRPOP that has not answered counts as a dead connection.
+  when a BRPOP that has not answered counts as a dead connection;
+- psycopg's wait for a new PostgreSQL connection (connect_timeout, 130 s
+  unless the connection string says otherwise).
 
 Everything a lab teaches (time limits, visibility timeouts, the restore
 sweep, retries, a task's own waits) stays on the lab clock.
@@ -28,6 +30,7 @@ def install() -> None:
         return
     afterimport.patch("celery.concurrency.asynpool", lambda module: _asynpool(module, clock))
     afterimport.patch("kombu.transport.redis", lambda module: _kombu_redis(module, clock))
+    afterimport.patch("psycopg.conninfo", lambda module: _psycopg_conninfo(module, clock))
 
 
 def _asynpool(module, clock: labtime.Clock) -> None:
@@ -43,3 +46,13 @@ def _asynpool(module, clock: labtime.Clock) -> None:
 def _kombu_redis(module, clock: labtime.Clock) -> None:
     module.Transport.brpop_timeout = clock.production(module.Transport.brpop_timeout)
     module.Channel.health_check_interval = clock.production(module.Channel.health_check_interval)
+
+
+def _psycopg_conninfo(module, clock: labtime.Clock) -> None:
+    timeout_from_conninfo = module.timeout_from_conninfo
+
+    def connect_timeout(params):
+        return clock.production(timeout_from_conninfo(params))
+
+    # psycopg.connection imports the function by name, after this module: it gets this one.
+    module.timeout_from_conninfo = connect_timeout

@@ -40,7 +40,7 @@ import time as _time
 
 # Blocking waits with a positive time-out never wait less than this (wall seconds): an event
 # loop's idle second at 5,000x would otherwise wake it 5,000 times a second.
-SHORTEST_WAIT = 0.001
+SHORTEST_WAIT = 0.005
 # A socket time-out is never shorter than this (wall seconds): below it, the loaded machine's own
 # scheduling would decide whether a loopback reply from Redis is "late".
 SHORTEST_SOCKET_WAIT = 0.1
