@@ -28,14 +28,17 @@ def _needs(module: str):
                               reason=f"the {module} pool needs the optional extra: pip install -e '.[pools]'")
 
 
-def run_probe(pool: str, tmp_path: Path) -> tuple[str, str, float]:
-    """Run the probe task on a worker of `pool`; return (how it ended, the exception type if any, seconds)."""
+def run_probe(pool: str, tmp_path: Path, lab_clock: str = "1") -> tuple[str, str, float]:
+    """Run the probe task on a worker of `pool`; return (how it ended, the exception type if any, seconds).
+
+    On wall time unless `lab_clock` names a factor: then the worker runs on the lab clock, as every lab's does.
+    """
     with Rig(HERE, label="pools") as rig:
         queue = rig.queue()
         argv = [sys.executable, "-m", "celery", "-A", "pools_probe", "worker", "-P", pool, "-c", "2", "-Q", queue,
                 "-n", unique_hostname(pool), "-l", "INFO", *FAST_FLAGS]
-        # The probe app is plain Celery: no Django settings for it to load, and wall time (its limits are real seconds).
-        rig.start_worker([queue], [], argv=argv, extra_env={"DJANGO_SETTINGS_MODULE": None, "BUDGETLAB_CLOCK": "1"},
+        # The probe app is plain Celery: no Django settings for it to load.
+        rig.start_worker([queue], [], argv=argv, extra_env={"DJANGO_SETTINGS_MODULE": None, "BUDGETLAB_CLOCK": lab_clock},
                          log=tmp_path / f"{pool}.log")
         started = time.monotonic()
         result = rig.client.send_task("pools.nap", queue=queue)
@@ -80,3 +83,18 @@ def test_eventlet_applies_no_limit(tmp_path):
     code for a hard limit."""
     ended, error, seconds = run_probe("eventlet", tmp_path)
     assert ended == "finished", f"eventlet: the task ended {ended!r} {error} after {seconds:.1f} s"
+
+
+# The probe's limits are fractions of a second: a clock ten times faster than wall time still
+# leaves the machine's own milliseconds well inside them.
+LAB_CLOCK = "0.1"
+EXPECTED = {"prefork": ("soft", ""), "threads": ("finished", ""), "solo": ("finished", ""),
+            "gevent": ("raised", "TimeLimitExceeded")}
+
+
+@pytest.mark.parametrize("pool", [pytest.param(name, marks=_needs(name) if name == "gevent" else ())
+                                  for name in EXPECTED])
+def test_each_pool_applies_the_same_limits_on_the_lab_clock(pool, tmp_path):
+    """On the lab clock, as in production, prefork applies the soft limit, gevent the hard one, threads and solo none."""
+    ended, error, seconds = run_probe(pool, tmp_path, lab_clock=LAB_CLOCK)
+    assert (ended, error) == EXPECTED[pool], f"{pool} on the lab clock: the task ended {ended!r} {error} after {seconds:.1f} s"

@@ -22,7 +22,8 @@ What it covers, each kept in production seconds for the caller:
 - waiting: time.sleep, threading's Condition/Event/Semaphore/Barrier/queue
   waits and Thread.join, select.select/poll/epoll (and so selectors,
   asyncio and Celery's event loop), socket time-outs, signal.alarm and
-  signal.setitimer.
+  signal.setitimer, and gevent's timers (its sleep, Timeout and waits, which
+  replace Python's once gevent patches them).
 What it does not reach is listed on the lab-clock page: a bare
 `Lock.acquire(timeout=...)`, waits inside C extensions. The servers'
 own clocks (Redis TTLs, PostgreSQL's now()) are brought onto the same
@@ -37,6 +38,8 @@ import select as _select
 import signal as _signal
 import socket as _socket
 import time as _time
+
+from budgetlab.inworker import afterimport
 
 # Blocking waits with a positive time-out never wait less than this (wall seconds): an event
 # loop's idle second at 5,000x would otherwise wake it 5,000 times a second.
@@ -102,6 +105,7 @@ def install(factor: float, anchor: float) -> Clock | None:
     _patch_select(clock)
     _patch_socket(clock)
     _patch_signal(clock)
+    afterimport.patch("gevent.hub", lambda module: _patch_gevent(module, clock))
     return clock
 
 
@@ -297,3 +301,21 @@ def _patch_signal(clock: Clock) -> None:
     _signal.setitimer = _Function(setitimer, "setitimer")
     _signal.getitimer = _Function(getitimer, "getitimer")
     _signal.alarm = _Function(alarm, "alarm")
+
+
+def _patch_gevent(module, clock: Clock) -> None:
+    """Run gevent's timers on the lab clock: after gevent's monkey-patching, its own sleep and waits are the ones used."""
+    config = module.GEVENT_CONFIG
+    made: dict[type, type] = {}
+
+    def loop_class(self):
+        base = config.loop
+        if base not in made:
+            class LabClockLoop(base):
+                def timer(self, after, repeat=0.0, *args, **kwargs):
+                    return super().timer(clock.wall(after) or after, clock.wall(repeat) or repeat, *args, **kwargs)
+
+            made[base] = LabClockLoop
+        return made[base]
+
+    module.Hub.loop_class = property(loop_class)
