@@ -137,7 +137,8 @@ def test_a_check_the_stack_cannot_serve_could_not_grade(cli):
     add_grader(cli, "test_aa_owed.py", 'import pytest\n\nfrom budgetlab.errors import StackShortage\n\n\n'
                '@pytest.fixture\ndef owed():\n    try:\n'
                '        raise StackShortage("no Redis database on the test server can be used")\n'
-               '    except StackShortage as exc:\n        raise RuntimeError("the broker could not be set up") from exc\n\n\n'
+               '    except StackShortage as exc:\n'
+               '        raise RuntimeError("the broker could not be set up") from exc\n\n\n'
                'def test_owed(owed):\n    """A check that needs a Redis database of its own."""\n')
     result = cli("check", "1")
     assert result.returncode == 2, result.stdout + result.stderr

@@ -121,7 +121,7 @@ class Fleet:
         return self._master_of(queue).settings
 
     def reported_limits(self, queue: str) -> tuple[float | None, float | None]:
-        """Return the soft and hard limit the master of `queue` reports for a probe without limits of its own (None: none)."""
+        """Return the soft and hard limit the master of `queue` reports for a probe without its own (None: none)."""
         return self._master_of(queue).limits_of("lab1probe.plain")
 
     def _master_of(self, queue: str):

@@ -74,7 +74,7 @@ class Worker:
     tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # inspect registered, with limits
 
     def limits_of(self, task: str) -> tuple[float | None, float | None]:
-        """The soft and hard limit this master applies to a task sent without limits: bound into the task, else the pool's."""
+        """The soft and hard limit this master applies to a task sent without limits: each bound, else the pool's."""
         bound = self.tasks.get(task, {})
         soft, hard = ((bound[key] if key in bound else pool) or None
                       for key, pool in (("soft_time_limit", self.pool[0]), ("time_limit", self.pool[1])))

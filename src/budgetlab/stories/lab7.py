@@ -248,7 +248,7 @@ class Day:
         return self.outcome(upload.pk, task_id, before)
 
     def run_redelivered(self, files: int) -> Outcome:
-        """One upload whose message kombu restores (forced through its own sweep) once the first run has billed a call."""
+        """One upload whose message kombu restores (forced through its own sweep) once the first run bills a call."""
         upload, before = create_upload(files), len(calls(self.call_log))
         task_id = self.send(upload.pk)
         # acks_late=False acknowledges on receipt: then there is nothing the broker could redeliver.
@@ -294,10 +294,12 @@ class Day:
         return len(calls(self.call_log)) - before
 
     def run_killed(self, files: int, kill_after: int) -> Outcome:
-        """One upload whose worker is SIGKILLed (master and child) once its run has asked the model about file `kill_after + 1`.
+        """One upload whose worker is SIGKILLed (master and child) as its run asks the model about file kill_after + 1.
 
-        When the run ends before that, nothing is killed and the outcome says
-        `ended_before_kill`: the upload's effects then tell why.
+        The kill waits on billed calls, not on the upload's row, which a run
+        inside one transaction never shows changing. When the run ends first,
+        nothing is killed and the outcome says `ended_before_kill`: the
+        upload's effects then tell why.
         """
         from kontor.books.models import BulkUpload
 
