@@ -135,10 +135,11 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     if fail_fast:
         argv.append("-x")
     # The log keeps each failure's symptom (one line, with the grader's file and line) and what the
-    # lab's processes printed, never the graders' source; a maintainer who debugs a grader asks for
-    # pytest's full tracebacks with BUDGETLAB_GRADER_TRACEBACKS=1.
+    # lab's code logged, never the graders' source: no traceback, and plain asserts, whose message is
+    # the symptom alone (every grader's assert has one) without pytest's account of the expression.
+    # A maintainer who debugs a grader asks for all of it with BUDGETLAB_GRADER_TRACEBACKS=1.
     if not os.environ.get(TRACEBACKS):
-        argv += ["--tb=line", "--disable-warnings"]
+        argv += ["--tb=line", "--assert=plain", "--disable-warnings"]
     # Third-party pytest plugins (anyio's, platformdirs') serve no grader and cost a few tenths of a second.
     env = dict(os.environ, BUDGETLAB_GRADING="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                **{checkreport.VARIABLE: str(report)})
