@@ -128,3 +128,20 @@ def test_a_log_keeps_its_head_and_tail_whatever_lab_code_prints(tmp_path):
     again = CappedLog(tmp_path / "check-5.log")
     again.close()
     assert (tmp_path / "check-5.log.1").read_text() == text, "the previous log was not kept as .1"
+
+
+def test_a_check_the_stack_cannot_serve_could_not_grade(cli):
+    """A piece the stack owes a check (here a Redis database), however the check wrapped the error: exit 2, one line."""
+    from .test_cli import add_grader
+
+    add_grader(cli, "test_aa_owed.py", 'import pytest\n\nfrom budgetlab.errors import StackShortage\n\n\n'
+               '@pytest.fixture\ndef owed():\n    try:\n'
+               '        raise StackShortage("no Redis database on the test server can be used")\n'
+               '    except StackShortage as exc:\n'
+               '        raise RuntimeError("the broker could not be set up") from exc\n\n\n'
+               'def test_owed(owed):\n    """A check that needs a Redis database of its own."""\n')
+    result = cli("check", "1")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "could not grade: no Redis database on the test server can be used", \
+        result.stdout
+    assert "✗" not in result.stdout and not recorded_checks(cli)

@@ -269,3 +269,26 @@ def test_watch_checks_again_after_a_save_and_stops_cleanly(cli):
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=60)
     assert not worker_pids_for(cli.root)
+
+
+def add_grader(cli, name: str, source: str) -> None:
+    """Add a hidden check to the sample workshop and record its hash, as a maintainer would."""
+    from budgetlab import integrity
+
+    (cli.root / "tests" / "lab1_sample" / name).write_text(source)
+    integrity.write(cli.root)
+
+
+def test_failures_seen_before_a_check_that_cannot_grade_stay_failures(cli):
+    """A check that cannot grade after others failed is listed beside them: exit 1, never 'could not grade'."""
+    add_grader(cli, "test_zz_later.py", 'from budgetlab.harness.grading import CouldNotGrade\n\n\n'
+               'def test_later():\n    """A later check whose plan cannot be played."""\n'
+               '    raise CouldNotGrade("the plan could not be played")\n')
+    result = cli("check", "1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "came back 8" in result.stdout and "could not grade: the plan could not be played" in result.stdout
+    assert "1 of 3 hidden checks passed" in result.stdout, result.stdout
+    from budgetlab.paths import state_dir
+
+    log = (state_dir() / "logs" / "check-1.log").read_text()
+    assert "came back 8" in log and "def test_" not in log, log

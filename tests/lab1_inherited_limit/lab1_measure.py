@@ -14,8 +14,12 @@ time.
 
 from __future__ import annotations
 
+import ast
+import io
 import os
+import shutil
 import threading
+import tokenize
 import time
 import uuid
 from dataclasses import dataclass
@@ -27,13 +31,17 @@ from budgetlab.errors import BudgetlabError
 from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.harness.rig import Rig
 from budgetlab.inworker import clock
-from budgetlab.stories.lab1 import HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE, start_masters, workers
+from budgetlab.stories.lab1 import (DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE,
+                                    start_masters, workers)
 from budgetlab.stories.reading import settled, stored_at
 
 # The decorated probe's own limits (lab1_probes.decorated).
 DECORATED_SOFT, DECORATED_HARD = 200.0, 250.0
 # The override check's budget: far from the defaults (600/900) and from the inherited 120.
 OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
+# What the settings-change check writes into a copy of settings.py in place of the default budget:
+# numbers of the same width, far from every other budget the checks use.
+CHANGED = {DEFAULT_SOFT: 480.0, DEFAULT_HARD: 720.0}
 # The checks run the lab clock 2.5 times faster than `budgetlab run`: the longest probe
 # (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
 FACTOR = clock.factor() * 0.4
@@ -75,6 +83,9 @@ class Fleet:
         self.name = f"check-{uuid.uuid4().hex[:6]}"
         self.tree = self.notes = None
         self.error: str | None = None
+        self.failure: BaseException | None = None   # anything else its start raised, for the checks to raise
+        self.ready = threading.Event()              # set once it started (or failed to) and its probes are sent
+        self._masters: dict = {}
 
     @property
     def client(self):
@@ -93,6 +104,10 @@ class Fleet:
             self.error = str(exc)
 
     def require(self) -> None:
+        """Wait until the fleet has started and its probes are sent; raise when it could not start."""
+        self.ready.wait()
+        if self.failure is not None:
+            raise self.failure
         if self.error:
             raise CouldNotGrade(self.error)
 
@@ -105,13 +120,15 @@ class Fleet:
         """Return the worker's own view of its settings for the master that consumes `queue`."""
         return self._master_of(queue).settings
 
-    def reported_soft_limit(self, queue: str) -> float | None:
-        """Return the soft limit the master of `queue` reports for a probe without limits of its own (None: none)."""
-        return self._master_of(queue).soft_limit_of("lab1probe.plain")
+    def reported_limits(self, queue: str) -> tuple[float | None, float | None]:
+        """Return the soft and hard limit the master of `queue` reports for a probe without its own (None: none)."""
+        return self._master_of(queue).limits_of("lab1probe.plain")
 
     def _master_of(self, queue: str):
         # Only asked about a queue whose probe came back: its master ran it, so silence is not an answer.
-        worker = workers(self.client).get(queue)
+        if queue not in self._masters:
+            self._masters = workers(self.client)
+        worker = self._masters.get(queue)
         if worker is None:
             raise CouldNotGrade(f"the master that ran the probe on '{queue}' did not answer celery inspect "
                                 f"(log: {self.log})")
@@ -124,20 +141,86 @@ class Fleet:
         self.rig.close()
 
 
-def start_one_after_another(fleets: list[Fleet], then) -> None:
-    """Start the fleets in order, calling `then(fleet)` as soon as each is ready.
+@dataclass
+class ChangedBudget:
+    """A copy of the target's lab-1 files whose settings.py says another default budget, and how it was changed."""
+
+    root: Path   # a tree laid out like labs/, holding lab 1's files only
+    how: str     # in a person's words
+
+
+def with_changed_budget(target_dir: Path, folder: Path) -> ChangedBudget:
+    """Copy the target's lab-1 files into `folder`, with the default budget in settings.py changed as a reviewer would.
+
+    Every 600 and 900 in settings.py's code, written as a number or as the
+    digits of a string (os.environ.get's default), becomes 480 and 720;
+    comments stay as they are. When settings.py writes neither number
+    (10 * 60, say), the two settings are set to 480 and 720 at its end.
+    """
+    shutil.copytree(target_dir / SLUG, folder / SLUG, ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
+    settings = folder / SLUG / "settings.py"
+    text = settings.read_text()
+    lines = text.splitlines(keepends=True)
+    edits = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type not in (tokenize.NUMBER, tokenize.STRING) or token.start[0] != token.end[0]:
+            continue
+        try:
+            value = float(ast.literal_eval(token.string))
+        except (ValueError, TypeError, SyntaxError, MemoryError):
+            continue
+        old = f"{value:g}"
+        if value in CHANGED and old in token.string:
+            edits.append((token.start, token.end, token.string.replace(old, f"{CHANGED[value]:g}", 1)))
+    for (row, start), (_, end), new in reversed(edits):
+        lines[row - 1] = lines[row - 1][:start] + new + lines[row - 1][end:]
+    numbers = " and ".join(f"{old:g}" for old in CHANGED)
+    changed = " and ".join(f"{new:g}" for new in CHANGED.values())
+    if edits:
+        how = f"with the numbers {numbers} in settings.py changed to {changed}"
+    else:
+        soft, hard = CHANGED.values()
+        lines.append(f"\ntask_soft_time_limit = {soft:g}\ntask_time_limit = {hard:g}\n")
+        how = f"with task_soft_time_limit and task_time_limit set to {changed} at the end of settings.py"
+    settings.write_text("".join(lines))
+    return ChangedBudget(folder, how)
+
+
+def start_one_after_another(fleets: list[Fleet], then):
+    """Start the fleets in order in a thread of their own, calling `then(fleet)` as soon as each is ready.
 
     Starting is CPU-bound, so one fleet at a time gets the first one ready
-    sooner: its probes run while the next fleet starts.
+    sooner: its probes run while the next fleet starts, and a check waits
+    (`Fleet.require`) only for the fleet it reads, so no single check's
+    time covers every start. Returns a function that lets no further fleet
+    start and waits for the one starting, to call before stopping them.
     """
-    for index, fleet in enumerate(fleets):
-        fleet.start()
-        if fleet.error:
-            # The same entrypoint would fail the same way; say so at once instead of waiting again.
-            for later in fleets[index + 1:]:
-                later.error = fleet.error
-            return
-        then(fleet)
+    cancelled = threading.Event()
+
+    def run() -> None:
+        error = failure = None
+        for fleet in fleets:
+            try:
+                if error or failure or cancelled.is_set():
+                    # The same entrypoint would fail the same way; say so at once instead of waiting again.
+                    fleet.error, fleet.failure = error or "the checks ended before this fleet started", failure
+                    continue
+                fleet.start()
+                error = fleet.error
+                if not error:
+                    then(fleet)
+            except BaseException as exc:  # noqa: BLE001 - raised again by the checks that wait for this fleet
+                fleet.failure = failure = exc
+            finally:
+                fleet.ready.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def finish() -> None:
+        cancelled.set()
+        thread.join()
+    return finish
 
 
 def stop_all(fleets: list[Fleet]) -> None:

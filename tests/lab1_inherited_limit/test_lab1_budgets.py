@@ -6,7 +6,7 @@ from lab1_measure import DECORATED_HARD, DECORATED_SOFT, OVERRIDE_HARD, OVERRIDE
 
 from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, INTERACTIVE,
-                                    INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL)
+                                    INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL, number)
 
 # Production seconds a limit may arrive before its time: the precision of the pool's timers.
 EARLY = 20.0
@@ -80,6 +80,20 @@ def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | None:
     return _timing(outcome)
 
 
+def _preempted(fleet: Fleet, queue: str) -> str | None:
+    """Say so when a queue's hard limit comes no later than its soft one, whichever layer set either number.
+
+    Such a soft limit never gets to act: the child is killed before
+    SoftTimeLimitExceeded fires, or at the moment it does. The numbers are
+    the ones the master reports for a task without limits of its own.
+    """
+    soft, hard = fleet.reported_limits(queue)
+    if soft and hard and hard <= soft:
+        return (f"a task without its own limit has a {_seconds(hard)} hard limit, no later than its "
+                f"{_seconds(soft)} soft limit, so it is killed before SoftTimeLimitExceeded can do anything")
+    return None
+
+
 def test_transactional_queues_get_the_settings_budget(probes):
     """On imports, documents and sweeps, a task without its own limit gets 600 s soft and 900 s hard."""
     probes.deployed.require()
@@ -136,9 +150,11 @@ def test_agent_queues_keep_budgets_of_their_own(probes):
     elif not batch.finished and batch.hard_limit is not None and batch.hard_limit < BATCH_AT_LEAST:
         symptoms[BATCH] = (f"a task without its own limit was killed at {_seconds(batch.hard_limit)}; "
                            f"batch agent work needs at least {_seconds(BATCH_AT_LEAST)}")
-    elif probes.deployed.reported_soft_limit(BATCH) is None:
+    elif probes.deployed.reported_limits(BATCH)[0] is None:
         symptoms[BATCH] = ("a task without its own limit has no soft limit at all there (the worker reports none); "
                            f"batch agent work needs an explicit one of at least {_seconds(BATCH_AT_LEAST)}")
+    else:
+        symptoms[BATCH] = _preempted(probes.deployed, BATCH)
     if interactive.error:
         symptoms[INTERACTIVE] = f"a task without its own limit failed in an unexpected way: {interactive.error}"
     elif interactive.soft_limit is None:
@@ -150,6 +166,21 @@ def test_agent_queues_keep_budgets_of_their_own(probes):
                                  f"{_seconds(interactive.soft_limit)}; a person waits there, so it needs at most "
                                  f"{_seconds(INTERACTIVE_AT_MOST)}")
     else:
-        symptoms[INTERACTIVE] = _timing(interactive)
+        symptoms[INTERACTIVE] = _preempted(probes.deployed, INTERACTIVE) or _timing(interactive)
     message = _report("", symptoms)
+    assert not message, message
+
+
+def test_the_budget_in_settings_is_the_one_in_force(probes):
+    """Change the default budget in settings.py, and the transactional queues' budget changes with it."""
+    fleet = probes.changed
+    fleet.require()
+    who = f"{probes.how_changed}, a task without its own limit"
+    symptoms = {}
+    for queue in TRANSACTIONAL:
+        said = fleet.settings_of(queue)
+        soft, hard = number(said.get("task_soft_time_limit")), number(said.get("task_time_limit"))
+        # A settings module without a budget fails the deployed checks; there is nothing to follow here.
+        symptoms[queue] = _limits(probes.changes[queue].outcome(), soft, hard, who) if soft and hard else None
+    message = _report("transactional ", symptoms)
     assert not message, message

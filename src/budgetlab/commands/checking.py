@@ -4,6 +4,12 @@ The graders run under pytest with the grading plugin. This module only
 checks that grading is possible (grader files intact, stack up, learner
 files parse), streams one line per check as results arrive, and turns
 the outcome into an exit code: 0 all passed, 1 some failed, 2 could not grade.
+
+Its log, .budgetlab/logs/check-N.log, holds pytest's output with one line
+per failure and what the lab's processes printed, never the graders'
+source: the folder is the one `run` sends learners to for worker logs.
+A maintainer debugging a grader sets BUDGETLAB_GRADER_TRACEBACKS=1 for
+pytest's full tracebacks there.
 """
 
 from __future__ import annotations
@@ -80,6 +86,9 @@ def check_syntax(path: Path) -> None:
             raise BudgetlabError(f"syntax error: {first}; fix it and check again")
 
 
+# Set (to anything) by a maintainer: the check log gets pytest's full tracebacks, graders' source included.
+TRACEBACKS = "BUDGETLAB_GRADER_TRACEBACKS"
+
 # The backstop for a whole check; a single stuck check is stopped far sooner by the
 # grading plugin's stall alarm (grading.stall_seconds), which knows the lab's limits.
 DEADLINE_SECONDS = 180
@@ -125,6 +134,12 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
         argv.append(f"--config-file={config}")
     if fail_fast:
         argv.append("-x")
+    # The log keeps each failure's symptom (one line, with the grader's file and line) and what the
+    # lab's code logged, never the graders' source: no traceback, and plain asserts, whose message is
+    # the symptom alone (every grader's assert has one) without pytest's account of the expression.
+    # A maintainer who debugs a grader asks for all of it with BUDGETLAB_GRADER_TRACEBACKS=1.
+    if not os.environ.get(TRACEBACKS):
+        argv += ["--tb=line", "--assert=plain", "--disable-warnings"]
     # Third-party pytest plugins (anyio's, platformdirs') serve no grader and cost a few tenths of a second.
     env = dict(os.environ, BUDGETLAB_GRADING="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                **{checkreport.VARIABLE: str(report)})
@@ -184,7 +199,9 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
                     fault = stack.fault()
                     if fault:
                         return fault
-                if entry.get("could_not_grade"):
+                # Failures already seen are the code's verdict: a later check that cannot grade is listed
+                # as such beside them, and never turns the whole check into "could not grade".
+                if entry.get("could_not_grade") and outcome.passed == len(outcome.results):
                     return probe.wait_verdict(HANG_SECONDS) or entry["symptom"]
                 outcome.results.append(entry)
                 on_result(entry)

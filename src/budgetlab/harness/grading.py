@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from budgetlab import labs, stack, targets
-from budgetlab.errors import BudgetlabError
+from budgetlab.errors import BudgetlabError, StackShortage
 from budgetlab.harness import checkreport
 from budgetlab.harness.rig import Rig, WorkerDidNotStart, configure_django
 from budgetlab.harness.workers import WorkerTree
@@ -170,11 +170,31 @@ def pytest_runtest_logstart(nodeid: str, location) -> None:
     checkreport.write({"kind": "start", "nodeid": nodeid, "title": _title(nodeid)})
 
 
+def _shortage(exc: BaseException | None) -> StackShortage | None:
+    """Return the StackShortage behind a failure, however the check wrapped it (raise … from, a fixture's cache)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, StackShortage):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Mark a check that failed because the stack could not give it a piece it is owed: it could not grade."""
+    made = yield
+    shortage = _shortage(call.excinfo.value) if call.excinfo is not None else None
+    if shortage is not None:
+        made.get_result().budgetlab_could_not_grade = f"could not grade: {str(shortage).splitlines()[0]}"
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
     checkreport.write({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        symptom = "" if report.passed else _symptom(report)
+        symptom = "" if report.passed else getattr(report, "budgetlab_could_not_grade", None) or _symptom(report)
         checkreport.write({"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
                  "symptom": symptom, "could_not_grade": symptom.startswith("could not grade"),
                  "seconds": round(report.duration, 2)})

@@ -37,7 +37,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from budgetlab.errors import BudgetlabError
+from budgetlab.errors import StackShortage
 from budgetlab.stack import process
 from kontor.latency import MODEL_CALL, keyed_rng
 
@@ -287,7 +287,7 @@ class ModelService:
         while not port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise BudgetlabError(f"the model service did not start (log: {self.log})")
+                raise StackShortage(f"the model service did not start (log: {self.log})")
             time.sleep(0.01)
         self.port = int(port_file.read_text())
         port_file.unlink(missing_ok=True)

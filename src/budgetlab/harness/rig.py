@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from budgetlab.errors import BudgetlabError
+from budgetlab.errors import BudgetlabError, StackShortage
 from budgetlab.harness import database
 from budgetlab.harness.workers import Environment, WorkerTree, celery_argv, unique_hostname
 from budgetlab.inworker import clock
@@ -90,7 +90,7 @@ class Rig:
         """A fresh, marked copy of the seeded template, dropped when the rig closes."""
         if self._database_url is None:
             self._require_open()
-            with _held_signals():
+            with _held_signals(), _owed("a scratch copy of the seeded database"):
                 self._database_url = database.scratch_database(self.label)
         return self._database_url
 
@@ -103,7 +103,7 @@ class Rig:
         """A Redis database leased to this rig alone (broker and result backend), released when it closes."""
         if self._lease is None:
             self._require_open()
-            with _held_signals():
+            with _held_signals(), _owed("a Redis database of its own"):
                 self._lease = RedisLease()
         return self._lease.url
 
@@ -248,6 +248,18 @@ def _each(steps: list[Callable[[], None]]) -> None:
             failure = failure or exc
     if failure is not None:
         raise failure
+
+
+@contextlib.contextmanager
+def _owed(what: str) -> Iterator[None]:
+    """Raise StackShortage, one line, when the stack cannot make a piece it owes the rig, whatever library failed."""
+    try:
+        yield
+    except StackShortage:
+        raise
+    except Exception as exc:  # noqa: BLE001 - psycopg's, redis's and our own errors alike: none is the lab code's
+        said = str(exc).strip().splitlines()
+        raise StackShortage(f"the stack could not make {what}: {said[0] if said else type(exc).__name__}") from exc
 
 
 @contextlib.contextmanager

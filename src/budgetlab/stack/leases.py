@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from budgetlab.errors import BudgetlabError
+from budgetlab.errors import StackShortage
 from budgetlab.stack import secrets
 
 # Database 0 holds the leases (and is Kontor's default broker); every other one can be leased.
@@ -82,11 +82,11 @@ class RedisLease:
         self._control.close()
         where = secrets.address(stack.redis_url(self._control_db))
         if foreign:
-            raise BudgetlabError(
+            raise StackShortage(
                 f"no Redis database on {where} can be used: {foreign} of {count - 1} hold keys budgetlab did not "
                 f"write and the others are leased by checks or runs; budgetlab uses only empty databases "
                 f"or ones marked with the key {MARK_KEY}, so empty one or point REDIS_URL at another server")
-        raise BudgetlabError(f"all {count - 1} Redis databases are in use by other checks or runs; "
+        raise StackShortage(f"all {count - 1} Redis databases are in use by other checks or runs; "
                              "try again when they have finished")
 
     def release(self) -> None:

@@ -73,12 +73,12 @@ class Worker:
     settings: dict = field(default_factory=dict)    # inspect conf
     tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # inspect registered, with limits
 
-    def soft_limit_of(self, task: str) -> float | None:
-        """The soft limit this master applies to a task sent without limits: bound into the task, else the pool's."""
-        limits = self.tasks.get(task, {})
-        if "soft_time_limit" in limits:
-            return limits["soft_time_limit"] or None
-        return self.pool[0] or None
+    def limits_of(self, task: str) -> tuple[float | None, float | None]:
+        """The soft and hard limit this master applies to a task sent without limits: each bound, else the pool's."""
+        bound = self.tasks.get(task, {})
+        soft, hard = ((bound[key] if key in bound else pool) or None
+                      for key, pool in (("soft_time_limit", self.pool[0]), ("time_limit", self.pool[1])))
+        return soft, hard
 
 
 def workers(app, patience: float = 15.0) -> dict[str, Worker]:

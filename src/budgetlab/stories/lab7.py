@@ -179,6 +179,7 @@ class Outcome:
     deliveries: int
     ended: bool  # the upload reached a final state
     first_alive_at_second: bool = False  # a second delivery arrived while the first run still worked
+    ended_before_kill: bool = False  # the kill plan found no run still working to kill
     note: str = ""
 
 
@@ -246,13 +247,11 @@ class Day:
         return self.outcome(upload.pk, task_id, before)
 
     def run_redelivered(self, files: int) -> Outcome:
-        """One upload whose message kombu restores (forced through its own sweep) while the first run works."""
-        from kontor.books.models import BulkUpload
-
+        """One upload whose message kombu restores (forced through its own sweep) once the first run bills a call."""
         upload, before = create_upload(files), len(calls(self.call_log))
         task_id = self.send(upload.pk)
         # acks_late=False acknowledges on receipt: then there is nothing the broker could redeliver.
-        wait_for(lambda: task_id in unacked(self.redis).values() and BulkUpload.objects.get(pk=upload.pk).items_done
+        wait_for(lambda: task_id in unacked(self.redis).values() and self.billed(before) > 0
                    or endings(self.logs(), task_id), run_wait())
         forced = age_unacked(self.redis, task_id)
         alive = False
@@ -289,17 +288,26 @@ class Day:
         self.settle(task_id, 2 * run_wait())
         return self.outcome(upload.pk, task_id, before)
 
+    def billed(self, before: int) -> int:
+        """Return the model calls billed since the first `before`: a run's progress that no transaction hides."""
+        return len(calls(self.call_log)) - before
+
     def run_killed(self, files: int, kill_after: int) -> Outcome:
-        """One upload whose worker is SIGKILLed (master and child) after `kill_after` files."""
+        """One upload whose worker is SIGKILLed (master and child) as its run asks the model about file kill_after + 1.
+
+        The kill waits on billed calls, not on the upload's row, which a run
+        inside one transaction never shows changing. When the run ends first,
+        nothing is killed and the outcome says `ended_before_kill`: the
+        upload's effects then tell why.
+        """
         from kontor.books.models import BulkUpload
 
         upload, before = create_upload(files), len(calls(self.call_log))
         task_id = self.send(upload.pk)
-        wait_for(lambda: BulkUpload.objects.get(pk=upload.pk).items_done >= kill_after
-                   or endings(self.logs(), task_id), run_wait())
+        wait_for(lambda: self.billed(before) > kill_after or endings(self.logs(), task_id), run_wait())
         victim = next((tree for tree in self.workers if deliveries([tree.text()], task_id)), None)
         if victim is None or endings(self.logs(), task_id):
-            return self.outcome(upload.pk, task_id, before, note="the job ended before its worker could be killed")
+            return self.outcome(upload.pk, task_id, before, ended_before_kill=True)
         victim.kill()
         self.workers = [tree for tree in self.workers if tree is not victim]
         from budgetlab.inworker import clock
