@@ -1,5 +1,6 @@
 """A Rig takes down everything it set up, in order, when its block ends by an exception or by Ctrl-C."""
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -14,8 +15,10 @@ from budgetlab.stack import process
 
 PROBE = Path(__file__).parent / "probe"
 # Run in a process of its own, so that Ctrl-C reaches a rig as it would reach `budgetlab run`.
+# SIGUSR1 makes it print every thread's stack, for when Ctrl-C does not end it.
 INTERRUPTED = f"""
-import sys, time
+import faulthandler, signal, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 from budgetlab.harness.rig import Rig
 with Rig({str(PROBE)!r}, label="interrupted") as rig:
     tree = rig.start_worker([rig.queue()], ["clock_probe"])
@@ -47,7 +50,17 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
         name, broker, *pids = proc.stdout.readline().split()
         assert pids and database_exists(name) and leased(broker), "the rig did not set up its pieces"
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=5)  # the dump arrives while the process still hangs
+            proc.kill()
+            _, stderr = proc.communicate()
+            alive = [pid for pid in map(int, pids) if process.pid_alive(pid)]
+            pytest.fail(f"the rig's process still ran 60 s after Ctrl-C (worker PIDs still alive: {alive}); "
+                        f"its threads were at:\n{stderr[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
