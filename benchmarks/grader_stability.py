@@ -10,6 +10,12 @@ loaded side by side, with the load average seen during each half.
 
     python benchmarks/grader_stability.py                  # every lab, 5 quiet and 3 loaded runs each
     python benchmarks/grader_stability.py --quiet 1 --loaded 1 --labs 4,5
+    python benchmarks/grader_stability.py --quiet 0 --loaded 0 --side-by-side 2   # checks at once, as the suite runs them
+
+"Side by side" runs each lab and target S times with --jobs checks at once
+(default: one per core), each with its own rig, the way
+scripts/prove_graders.py runs a lab's cases: their verdicts must not flip
+either. Its wall times are those of a check sharing the machine with others.
 
 Targets: no flips; median wall of every check at most 10 s quiet and
 15 s loaded on a 2-core machine. "Quiet" means whatever else runs on the
@@ -23,7 +29,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from budgetlab import labs
@@ -57,10 +65,13 @@ def check(number: int, target: str) -> tuple[float, int, str, list[str]]:
     Returns wall seconds, the exit code, the last line, and each failed
     check's title with its symptom (the line below it), to say what flipped.
     """
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target],
-                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall = time.perf_counter() - started
+    # A progress folder of its own: checks side by side never race on one file, and a run here is no attempt.
+    with tempfile.TemporaryDirectory(prefix="stability-") as state:
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target],
+                                capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                env=dict(os.environ, BUDGETLAB_STATE_DIR=state))
+        wall = time.perf_counter() - started
     lines = [line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     failed = [f"{line} {lines[i + 1] if i + 1 < len(lines) else ''}".strip()
               for i, line in enumerate(lines) if line.startswith("✗")]
@@ -87,21 +98,27 @@ class BusyLoops:
             proc.wait()
 
 
-def run_condition(numbers: list[int], repeats: int, condition: str, results: dict) -> None:
-    for number in numbers:
-        for _ in range(repeats):
-            for target, expected in EXPECTED.items():
-                load = os.getloadavg()[0]
-                wall, code, last, failed = check(number, target)
-                runs = results.setdefault((number, target, condition), Runs())
-                runs.walls.append(wall)
-                runs.loads.append(load)
-                flipped = code != expected
-                if flipped:
-                    runs.flips.append(f"exit {code}: {'; '.join(failed) if expected == 0 and failed else last}")
-                print(f"  lab {number} {target:<9} {condition:<6} {wall:5.1f} s  exit {code}"
-                      f"{'  FLIP (want ' + str(expected) + ')' if flipped else ''}  load {load:.1f}  {last}",
-                      flush=True)
+def run_condition(numbers: list[int], repeats: int, condition: str, results: dict, jobs: int = 1) -> None:
+    """Run every lab and target `repeats` times, `jobs` checks at once; record and print each run as it ends."""
+    todo = [(number, target) for number in numbers for _ in range(repeats) for target in EXPECTED]
+
+    def one(item: tuple[int, str]) -> None:
+        number, target = item
+        expected = EXPECTED[target]
+        load = os.getloadavg()[0]
+        wall, code, last, failed = check(number, target)
+        runs = results.setdefault((number, target, condition), Runs())
+        runs.walls.append(wall)
+        runs.loads.append(load)
+        flipped = code != expected
+        if flipped:
+            runs.flips.append(f"exit {code}: {'; '.join(failed) if expected == 0 and failed else last}")
+        print(f"  lab {number} {target:<9} {condition:<6} {wall:5.1f} s  exit {code}"
+              f"{'  FLIP (want ' + str(expected) + ')' if flipped else ''}  load {load:.1f}  {last}",
+              flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, todo))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=int, default=5, metavar="K", help="runs per lab and target as the machine is")
     parser.add_argument("--loaded", type=int, default=3, metavar="L",
                         help=f"runs per lab and target with {BUSY_LOOPS} busy loops")
+    parser.add_argument("--side-by-side", type=int, default=0, metavar="S",
+                        help="runs per lab and target with --jobs checks at once")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="checks at once in the side-by-side runs (default: the machine's cores)")
     parser.add_argument("--labs", default="", help="comma-separated lab numbers (default: every lab)")
     args = parser.parse_args(argv)
     known = [lab.number for lab in labs.load()]
@@ -119,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     unknown = [n for n in numbers if n not in known]
-    if unknown or args.quiet < 0 or args.loaded < 0:
+    if unknown or min(args.quiet, args.loaded, args.side_by_side) < 0 or args.jobs < 1:
         print(f"error: no lab {', '.join(map(str, unknown))} (the labs are {', '.join(map(str, known))})"
-              if unknown else "error: --quiet and --loaded take 0 or more runs", file=sys.stderr)
+              if unknown else "error: --quiet, --loaded and --side-by-side take 0 or more runs, --jobs 1 or more",
+              file=sys.stderr)
         return 2
 
     results: dict[tuple[int, str, str], Runs] = {}
@@ -130,18 +152,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.loaded:
         with BusyLoops():
             run_condition(numbers, args.loaded, "loaded", results)
+    if args.side_by_side:
+        started = time.perf_counter()
+        run_condition(numbers, args.side_by_side, "beside", results, jobs=args.jobs)
+        print(f"side by side: {len(numbers) * len(EXPECTED) * args.side_by_side} checks, {args.jobs} at once, "
+              f"in {time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
-    print(f"\n{'':16} {'quiet (median <= %g s)' % QUIET_TARGET:<32}"
-          f"{'loaded, %d busy loops (median <= %g s)' % (BUSY_LOOPS, LOADED_TARGET)}")
-    print(f"{'':16} {'flips  median    max   load':<32}{'flips  median    max   load'}")
+    conditions = [("quiet", QUIET_TARGET, f"quiet (median <= {QUIET_TARGET:g} s)"),
+                  ("loaded", LOADED_TARGET, f"loaded, {BUSY_LOOPS} busy loops (median <= {LOADED_TARGET:g} s)")]
+    if args.side_by_side:
+        # A check sharing the machine with others is held to the loaded target.
+        conditions.append(("beside", LOADED_TARGET, f"{args.jobs} at once (median <= {LOADED_TARGET:g} s)"))
+    print(f"\n{'':16} " + "".join(f"{title:<40}" for _, _, title in conditions))
+    print(f"{'':16} " + "".join(f"{'flips  median    max   load':<40}" for _ in conditions))
     flips = 0
     for number in numbers:
         for target in EXPECTED:
             cells = []
-            for condition, goal in (("quiet", QUIET_TARGET), ("loaded", LOADED_TARGET)):
+            for condition, goal, _title in conditions:
                 runs = results.get((number, target, condition), Runs())
                 flips += len(runs.flips)
-                cells.append(runs.summary(goal).ljust(32))
+                cells.append(runs.summary(goal).ljust(40))
             print(f"lab {number} {target:<10} {''.join(cells)}")
     for (number, target, condition), runs in sorted(results.items()):
         for flip in runs.flips:

@@ -1,62 +1,106 @@
 """Prove a lab's graders: the solution passes, the starter fails, every wrong fix fails, every alternative passes.
 
-Usage: python scripts/prove_graders.py N [N ...]   (prints one line per case; exit 1 if any case disagrees)
+Usage: python scripts/prove_graders.py [-j JOBS] N [N ...]
+(prints one line per case as it ends; exit 1 if any case disagrees)
 
 Wrong fixes and alternatives are declared in each lab's variants file
 (labs.toml's `variants`) as a base tree, labs/ or solutions/, plus a small
 patch; each is built into a scratch tree and graded there (see
 budgetlab.variants; scripts/variant_patch.py writes the patches).
+
+Every case is its own `budgetlab check`, with its own rig (scratch database,
+Redis lease, queues, workers) and its own progress folder, so cases run side
+by side: as many at once as the machine has cores, unless -j says otherwise.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from budgetlab import labs, targets, variants
 from budgetlab.errors import BudgetlabError
 
 
-def check(number: int, target: targets.Target, fail_fast: bool) -> tuple[int, str]:
-    argv = [sys.executable, "-m", "budgetlab.cli_entry", "check", str(number), "--target", target.argument]
-    if fail_fast:
+@dataclass(frozen=True)
+class Case:
+    """One `budgetlab check` of a proof and the exit code it must end with."""
+
+    number: int
+    name: str
+    target: targets.Target
+    expected: int
+    fail_fast: bool
+
+
+def check(case: Case, state: Path) -> tuple[int, str]:
+    argv = [sys.executable, "-m", "budgetlab.cli_entry", "check", str(case.number), "--target", case.target.argument]
+    if case.fail_fast:
         argv.append("--fail-fast")
-    result = subprocess.run(argv, capture_output=True, text=True)
+    # Its own progress folder: side-by-side checks never race on one progress file, and a proof is no attempt.
+    env = dict(os.environ, BUDGETLAB_STATE_DIR=str(state))
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     return result.returncode, (lines[-1] if lines else result.stderr.strip())
 
 
-def prove(number: int) -> bool:
+def cases(number: int, scratch: Path) -> list[Case]:
+    """The solution, the starter, and every declared variant built into `scratch`."""
     lab = labs.get(number)
-    cases = [("solution", targets.resolve("solutions"), 0, False), ("starter", targets.learners(), 1, True)]
-    with tempfile.TemporaryDirectory(prefix=f"prove-{lab.slug}-") as scratch:
-        for variant in variants.load(lab):
-            tree = targets.resolve(variants.build(lab, variant, Path(scratch)))
-            cases.append((f"{variant.kind} {variant.name}", tree, variant.expected_exit, variant.expected_exit == 1))
-        ok = True
-        for name, target, expected, fail_fast in cases:
+    found = [Case(number, "solution", targets.resolve("solutions"), 0, False),
+             Case(number, "starter", targets.learners(), 1, True)]
+    for variant in variants.load(lab):
+        tree = targets.resolve(variants.build(lab, variant, scratch / lab.slug))
+        found.append(Case(number, f"{variant.kind} {variant.name}", tree, variant.expected_exit,
+                          variant.expected_exit == 1))
+    return found
+
+
+def prove(numbers: list[int], jobs: int) -> bool:
+    """Run every case of these labs, `jobs` at a time; print each as it ends; True when all agree."""
+    with tempfile.TemporaryDirectory(prefix="prove-") as scratch:
+        todo = [case for number in numbers for case in cases(number, Path(scratch))]
+
+        def run(indexed: tuple[int, Case]) -> bool:
+            index, case = indexed
             started = time.monotonic()
-            code, last = check(number, target, fail_fast)
-            agrees = code == expected
-            ok &= agrees
-            print(f"lab {number} {'ok  ' if agrees else 'FAIL'} {name:<40} exit {code} (want {expected}) "
-                  f"{time.monotonic() - started:5.1f}s  {last}", flush=True)
-    return ok
+            code, last = check(case, Path(scratch) / "state" / str(index))
+            agrees = code == case.expected
+            print(f"lab {case.number} {'ok  ' if agrees else 'FAIL'} {case.name:<40} exit {code} "
+                  f"(want {case.expected}) {time.monotonic() - started:5.1f}s  {last}", flush=True)
+            return agrees
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            return all(list(pool.map(run, enumerate(todo))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    known = [lab.number for lab in labs.load()]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                        help="cases at once (default: the machine's cores)")
+    parser.add_argument("labs", nargs="*", help="lab numbers (default: every lab)")
+    args = parser.parse_args(argv)
+    wrong = [arg for arg in args.labs if not arg.isdigit() or int(arg) not in known]
+    if wrong or args.jobs < 1:
+        print("usage: prove_graders.py [-j JOBS] [LAB ...]; " + (
+              f"no lab {', '.join(wrong)} (the labs are {', '.join(map(str, known))})" if wrong
+              else "-j takes 1 or more"), file=sys.stderr)
+        return 2
+    numbers = [int(arg) for arg in args.labs] or known
+    try:
+        return 0 if prove(numbers, args.jobs) else 1
+    except BudgetlabError as exc:  # a variants file or patch that does not fit its base
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    known = [lab.number for lab in labs.load()]
-    wrong = [arg for arg in sys.argv[1:] if not arg.isdigit() or int(arg) not in known]
-    if wrong:
-        print(f"usage: prove_graders.py [LAB ...]; no lab {', '.join(wrong)} (the labs are "
-              f"{', '.join(map(str, known))})", file=sys.stderr)
-        sys.exit(2)
-    numbers = [int(arg) for arg in sys.argv[1:]] or known
-    try:
-        sys.exit(0 if all([prove(n) for n in numbers]) else 1)
-    except BudgetlabError as exc:  # a variants file or patch that does not fit its base
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(main())

@@ -1,7 +1,9 @@
 """Regenerates the command transcripts the docs pages include, or checks that they still match real runs.
 
 Each entry of TRANSCRIPTS runs one command as a learner would type it and
-stores what it printed in docs/transcripts/<name>.txt. Pages include a file
+stores what it printed in docs/transcripts/<name>.txt. A lab's entries come
+from the transcripts its table in labs/labs.toml declares: the name says the
+command (lab3-check-starter is `budgetlab check 3`), so a new lab adds none here. Pages include a file
 with pymdownx.snippets:
 
     ```console
@@ -135,47 +137,66 @@ _LAB7 = (
     (r", the customer got \S+ letters", ""),
 )
 
+# What a lab's transcript needs beyond its command, by the transcript's name without "-celery57"
+# ("lab2-check-starter"), else by its lab and verb ("lab2-run"). A lab whose output is the same
+# on every run needs no line here.
+_OPTIONS: dict[str, dict] = {
+    "lab2-check-starter": {"masks": (_WRITTEN,)},
+    # The number of scans and the rates come from a random load, by design.
+    "lab5-check-starter": {"masks": ((r"made \d+ scans", "made K scans"), (r"ran [\d, ]+ scans/s", "ran R scans/s"))},
+    "lab6-check-starter": {"masks": _LAB6},
+    "lab7-check-starter": {"masks": _LAB7},
+    "lab1-run": {"masks": _LAB1_RUN},
+    "lab2-run": {"masks": _LAB2_RUN, "unordered": True},
+    "lab4-run": {"masks": _LAB4_RUN},
+    "lab5-run": {"masks": _LAB5_RUN},
+    "lab6-run": {"masks": _LAB6},
+    "lab7-run": {"masks": _LAB7},
+}
+# A lab's transcripts that are not a `check` or `run` of it, by name.
+_OTHER_COMMANDS: dict[str, dict] = {
+    # One round keeps the suite's re-run short; the page says how to ask for medians.
+    "lab4-benchmark": {"command": (".venv/bin/python", "benchmarks/lab4_cache.py", "--rounds", "1"),
+                       "masks": _LAB4_BENCHMARK, "timeout": 600.0},
+}
+# The name of a lab's check or run transcript says its command: lab3-check-starter is `budgetlab check 3`,
+# lab1-run-solution-celery57 is `budgetlab run 1 --target solutions` from the Celery 5.7 environment.
+_LAB_COMMAND = re.compile(r"lab(?P<number>\d+)-(?P<verb>check|run)-(?P<kind>starter|solution)(?P<celery57>-celery57)?")
+
+
+def _lab_transcripts(root: Path = ROOT) -> tuple[list[Transcript], list[str]]:
+    """Return an entry for every transcript labs/labs.toml declares, and the declared names no rule here can run."""
+    src = str(root / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    from budgetlab import labs
+
+    entries, unknown = [], []
+    for lab in labs.load(root):
+        for path in lab.transcripts:
+            name = Path(path).stem
+            match = _LAB_COMMAND.fullmatch(name)
+            if match and int(match["number"]) == lab.number:
+                program = CELERY57 if match["celery57"] else PROGRAM
+                target = ("--target", "solutions") if match["kind"] == "solution" else ()
+                starter_check = match["verb"] == "check" and match["kind"] == "starter"
+                options = _OPTIONS.get(name.removesuffix("-celery57"),
+                                       _OPTIONS.get(f"lab{lab.number}-{match['verb']}", {}))
+                entries.append(Transcript(name, (program, match["verb"], str(lab.number), *target),
+                                          exit_code=1 if starter_check else 0, env=_fresh_progress(name), **options))
+            elif name in _OTHER_COMMANDS:
+                entries.append(Transcript(name, **_OTHER_COMMANDS[name]))
+            else:
+                unknown.append(f"{path} (lab {lab.number})")
+    return entries, unknown
+
+
+_FROM_MANIFEST, UNDECLARABLE = _lab_transcripts()
 TRANSCRIPTS: tuple[Transcript, ...] = (
     Transcript("budgetlab-list", ("budgetlab", "list"), env=_fresh_progress("list")),
     Transcript("budgetlab-doctor", ("budgetlab", "doctor"), env=_fresh_progress("doctor"),
                masks=((r"127\.0\.0\.1:\d+", "127.0.0.1:PORT"),)),
-    Transcript("lab1-check-starter", ("budgetlab", "check", "1"), exit_code=1,
-               env=_fresh_progress("lab1-check-starter")),
-    Transcript("lab3-check-starter", ("budgetlab", "check", "3"), exit_code=1,
-               env=_fresh_progress("lab3-check-starter")),
-    Transcript("lab4-check-starter", ("budgetlab", "check", "4"), exit_code=1,
-               env=_fresh_progress("lab4-check-starter")),
-    # The number of scans and the rates come from a random load, by design.
-    Transcript("lab5-check-starter", ("budgetlab", "check", "5"), exit_code=1,
-               env=_fresh_progress("lab5-check-starter"),
-               masks=((r"made \d+ scans", "made K scans"), (r"ran [\d, ]+ scans/s", "ran R scans/s"))),
-    Transcript("lab2-check-starter", ("budgetlab", "check", "2"), exit_code=1,
-               env=_fresh_progress("lab2-check-starter"), masks=(_WRITTEN,)),
-    Transcript("lab6-check-starter", ("budgetlab", "check", "6"), exit_code=1,
-               env=_fresh_progress("lab6-check-starter"), masks=_LAB6),
-    Transcript("lab7-check-starter", ("budgetlab", "check", "7"), exit_code=1,
-               env=_fresh_progress("lab7-check-starter"), masks=_LAB7),
-    *(
-        Transcript(f"lab{number}-check-solution", ("budgetlab", "check", str(number), "--target", "solutions"),
-                   env=_fresh_progress(f"lab{number}-check-solution"))
-        for number in (1, 2, 3, 4, 5, 6, 7)
-    ),
-    *(
-        Transcript(f"lab{number}-run-{kind}", ("budgetlab", "run", str(number), *target),
-                   masks=masks, unordered=number == 2, env=_fresh_progress(f"lab{number}-run-{kind}"))
-        for number, masks in ((1, _LAB1_RUN), (2, _LAB2_RUN), (3, ()), (4, _LAB4_RUN), (5, _LAB5_RUN), (6, _LAB6),
-                              (7, _LAB7))
-        for kind, target in (("starter", ()), ("solution", ("--target", "solutions")))
-    ),
-    # One round keeps the suite's re-run short; the page says how to ask for medians.
-    Transcript("lab4-benchmark", (".venv/bin/python", "benchmarks/lab4_cache.py", "--rounds", "1"),
-               masks=_LAB4_BENCHMARK, timeout=600.0),
-    # Lab 1 again on Celery 5.7, from the second environment that `make venv-celery57` builds.
-    *(
-        Transcript(f"lab1-run-{kind}-celery57", (CELERY57, "run", "1", *target), masks=_LAB1_RUN,
-                   env=_fresh_progress(f"lab1-run-{kind}-celery57"))
-        for kind, target in (("starter", ()), ("solution", ("--target", "solutions")))
-    ),
+    *_FROM_MANIFEST,
 )
 
 
@@ -306,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with real runs, write nothing")
     args = parser.parse_args(argv)
 
+    if UNDECLARABLE:
+        print(f"error: labs/labs.toml declares transcripts no command is known for: {', '.join(UNDECLARABLE)}; "
+              "name them labN-check-starter, labN-run-solution and so on", file=sys.stderr)
+        return 2
     known = {entry.name: entry for entry in TRANSCRIPTS}
     unknown = [name for name in args.names if name not in known]
     if unknown:

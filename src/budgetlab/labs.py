@@ -14,7 +14,7 @@ from budgetlab.paths import labs_root as repo_root
 class Lab:
     """One lab, as labs/labs.toml declares it."""
 
-    #: Position in the workshop, 1 to 6; `budgetlab run N` takes it.
+    #: Position in the workshop, unique among the labs; `budgetlab run N` takes it.
     number: int
     #: Folder name under labs/, solutions/ and tests/, a Python identifier (lab2_swallowed_limit).
     slug: str

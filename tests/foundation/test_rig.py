@@ -1,8 +1,11 @@
 """A Rig takes down everything it set up, in order, when its block ends by an exception or by Ctrl-C."""
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,8 +17,13 @@ from budgetlab.stack import process
 
 PROBE = Path(__file__).parent / "probe"
 # Run in a process of its own, so that Ctrl-C reaches a rig as it would reach `budgetlab run`.
+# SIGUSR1 makes it print every thread's stack, for when Ctrl-C does not end it.
+# Like budgetlab's entry point, it takes Ctrl-C even when it was started with SIGINT ignored (what a
+# non-interactive shell does to a command it starts in the background, CI's included).
 INTERRUPTED = f"""
-import sys, time
+import faulthandler, signal, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from budgetlab.harness.rig import Rig
 with Rig({str(PROBE)!r}, label="interrupted") as rig:
     tree = rig.start_worker([rig.queue()], ["clock_probe"])
@@ -47,7 +55,17 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
         name, broker, *pids = proc.stdout.readline().split()
         assert pids and database_exists(name) and leased(broker), "the rig did not set up its pieces"
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=5)  # the dump arrives while the process still hangs
+            proc.kill()
+            _, stderr = proc.communicate()
+            alive = [pid for pid in map(int, pids) if process.pid_alive(pid)]
+            pytest.fail(f"the rig's process still ran 60 s after Ctrl-C (worker PIDs still alive: {alive}); "
+                        f"its threads were at:\n{stderr[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -56,6 +74,50 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
     assert not [pid for pid in map(int, pids) if process.pid_alive(pid)], "a worker process outlived the rig"
     assert not database_exists(name), f"the scratch database {name} outlived the rig"
     assert not leased(broker), f"the Redis database {broker} is still leased"
+
+
+def test_a_killed_rig_process_takes_its_worker_with_it():
+    """SIGKILL, which no clean-up survives: the kernel still ends the worker master, and the master its pool child."""
+    stack.require()
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    try:
+        _name, _broker, *pids = proc.stdout.readline().split()
+        pids = [int(pid) for pid in pids]
+        assert len(pids) >= 2, f"the worker has no pool child to follow its master: {pids}"
+        started = {pid: process.start_ticks(pid) for pid in pids}
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _same_processes(started):
+            time.sleep(0.05)
+        left = _same_processes(started)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for pid in _same_processes(started):  # a failed run still leaves nothing behind
+        os.kill(pid, signal.SIGKILL)
+    _free_what_a_killed_rig_held(proc.pid, _name, _broker)
+    assert not left, f"worker processes {left} outlived the killed rig process"
+
+
+def _free_what_a_killed_rig_held(pid: int, name: str, broker_url: str) -> None:
+    """Drop the scratch database and end the lease that the SIGKILLed process could not (only if still its own)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(stack.database_url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    key = f"budgetlab:lease:{broker_url.rsplit('/', 1)[1]}"
+    with redis.Redis.from_url(stack.redis_url(0)) as control:
+        if (control.get(key) or b"").startswith(f"{pid}-".encode()):
+            control.delete(key)
+
+
+def _same_processes(started: dict[int, int | None]) -> list[int]:
+    """The PIDs of `started` still alive as the very processes seen (their start time tells a reused PID apart)."""
+    return [pid for pid, ticks in started.items() if process.pid_alive(pid) and process.start_ticks(pid) == ticks]
 
 
 def test_a_failing_block_takes_the_worker_down_before_the_database():

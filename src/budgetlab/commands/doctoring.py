@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
@@ -107,24 +109,62 @@ def _stats_fetch_consistency(url: str) -> str:
 
 
 def _orphaned(pid: int) -> bool:
-    """A worker whose launcher died was adopted by init: nothing will ever stop it."""
+    """Whether a worker's launcher died: it was adopted by init or a subreaper, and nothing will ever stop it.
+
+    An owned worker's parent is the budgetlab process that started it (this
+    checkout's interpreter) or, for a launch script's masters, the script,
+    which shares the worker's session.
+    """
     from budgetlab.stack.process import parent_pid
 
-    return parent_pid(pid) == 1
+    parent = parent_pid(pid)
+    if parent is None or parent == 1:
+        return True
+    return _session(parent) != _session(pid) and not _of_this_checkout(parent)
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _of_this_checkout(pid: int) -> bool:
+    """Whether a process runs this checkout's interpreter: another checkout's workers are that checkout's business."""
+    from budgetlab.paths import repo_root
+    from budgetlab.stack.process import pid_cmdline
+
+    program = pid_cmdline(pid).split(" ", 1)[0]
+    if "/" not in program:  # found on PATH, not named by a path: nothing says whose it is
+        return False
+    try:
+        path = Path(os.readlink(f"/proc/{pid}/cwd")) / program  # an absolute program stays itself
+    except OSError:
+        return False
+    ours = {Path(sys.executable).absolute(), Path(sys.executable).resolve()}
+    return path in ours or Path(os.path.normpath(path)).is_relative_to(repo_root())
+
+
+def leftover_workers() -> list[int]:
+    """Return the PIDs of this checkout's Celery workers that no budgetlab process owns any more."""
+    from budgetlab.stack.process import pid_cmdline
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and pid_alive(int(entry.name)):
+            pid = int(entry.name)
+            line = pid_cmdline(pid)
+            if ("celery" in line and "kontor.celery_app" in line and "worker" in line and _orphaned(pid)
+                    and _of_this_checkout(pid)):
+                found.append(pid)
+    return sorted(found)
 
 
 def _check_stale_workers(report) -> None:
-    from pathlib import Path
-
-    from budgetlab.stack.process import pid_cmdline
-
-    stale = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and pid_alive(int(entry.name)):
-            line = pid_cmdline(int(entry.name))
-            if "celery" in line and "kontor.celery_app" in line and "worker" in line and _orphaned(int(entry.name)):
-                stale.append(int(entry.name))
-    report(not stale, "no stale Celery workers from an earlier run" if not stale else f"stale workers: {stale}",
+    stale = leftover_workers()
+    report(not stale, "no stale Celery workers from an earlier run" if not stale
+           else f"stale workers of this checkout: {stale}",
            f"stop them with 'kill {' '.join(map(str, stale))}'" if stale else "")
 
 

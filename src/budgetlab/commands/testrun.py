@@ -33,7 +33,12 @@ def external_urls() -> dict[str, str] | None:
             "REDIS_URL": os.environ.get("BUDGETLAB_EXTERNAL_REDIS_URL", MACHINE_REDIS_URL)}
 
 
+# Where the time goes: pytest's table of the slowest tests closes every pass.
+DURATIONS = "--durations=15"
+
+
 def _pytest(args: list[str], env: dict[str, str] | None = None) -> int:
+    args = [DURATIONS, *args]
     print(f"$ pytest {' '.join(args)}", flush=True)
     return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
 

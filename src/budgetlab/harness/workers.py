@@ -7,14 +7,19 @@ the worker's own "<hostname> ready." log line, never a sleep or a ping.
 Stopping sends SIGTERM to every process of the tree by PID, then SIGKILL
 to whatever is left, and confirms that nothing remains; a check that has
 its verdict kills the tree at once instead of waiting for a warm shutdown.
+A tree's first process dies with the process that started it, even when
+that one is killed with SIGKILL and can stop nothing (see _die_with_parent).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import re
 import signal
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -90,6 +95,39 @@ def celery_argv(queues: list[str], hostname: str, concurrency: int = 1, extra: l
             "-n", hostname, "-c", str(concurrency), "-l", "INFO", *FAST_FLAGS, *(extra or [])]
 
 
+# prctl(2) from the C library, looked up before any fork: the child between fork and exec may only call it.
+try:
+    _prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: trees are still stopped by PID, just not on their parent's death
+    _prctl = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """Return a preexec_fn that has the kernel SIGKILL the child when the thread that started it ends, or None.
+
+    A budgetlab process killed with SIGKILL (a test's or a learner's last
+    resort after a Ctrl-C that hung) cannot stop its workers; the kernel's
+    parent-death signal does. It reaches only the tree's first process: a
+    worker master's pool children already die with their master (Celery's
+    prefork sets the same signal for them, celery/concurrency/prefork.py:48
+    in 5.6.3), while masters a launch script started in the background
+    (lab 1's entrypoint.sh) outlive it, and `budgetlab doctor` names them.
+    The signal follows the starting *thread*, so it is set only for a tree
+    started from the main thread, which lives as long as the process.
+    """
+    if _prctl is None or threading.current_thread() is not threading.main_thread():
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was asked for
+            os._exit(1)
+
+    return preexec
+
+
 def unique_hostname(label: str) -> str:
     return f"{label}-{uuid.uuid4().hex[:6]}@budgetlab"
 
@@ -118,7 +156,8 @@ class WorkerTree:
 
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(self.argv, env=self.env.variables(), stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd)
+                                         stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd,
+                                         preexec_fn=_die_with_parent())
         # Under `budgetlab check`: it keeps this log's tail when grading breaks, and stops
         # the tree itself if the grading process dies before it could.
         checkreport.write({"kind": "worker", "log": str(self.log), "pid": self.proc.pid,
