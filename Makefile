@@ -1,4 +1,4 @@
-# budgetlab: two commands do all set-up: `make workshop` and `make test`.
+# budgetlab: `make workshop` sets up a learner's checkout; `make test` runs the whole suite.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -14,7 +14,7 @@ VENV57 := .venv-celery57
 STAMP57 := $(VENV57)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help workshop test test-external venv venv-celery57 stack-up stack-down docs docs-build bench clean clean-venv
+.PHONY: help workshop test test-external venv venv-celery57 stack-up stack-down docs docs-build readme bench clean clean-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -44,7 +44,7 @@ workshop: venv ## Set up everything, start the stack, and show the labs
 	$(BIN)/budgetlab stack up
 	@$(BIN)/budgetlab list
 	@echo
-	@echo "Begin with lab 1:  .venv/bin/budgetlab run 1   (then edit, and: .venv/bin/budgetlab check 1)"
+	@$(BIN)/python -m budgetlab.lab_pages
 
 test: venv venv-celery57 ## Set up everything and run the whole suite
 	@$(BIN)/python -m budgetlab.commands.testrun $(PYTEST_ARGS)
@@ -62,7 +62,11 @@ docs: venv ## Serve the docs site on http://127.0.0.1:8000
 	bash scripts/vendor_docs_assets.sh
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
 
-docs-build: venv ## Build the docs site strictly into .budgetlab/site
+readme: venv ## Write README.md's lab count, table and transcript from labs/labs.toml
+	$(BIN)/python scripts/readme_labs.py
+
+docs-build: venv ## Build the docs site strictly into .budgetlab/site (and check README.md's lab lists)
+	$(BIN)/python scripts/readme_labs.py --check
 	bash scripts/vendor_docs_assets.sh
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d .budgetlab/site
 

@@ -16,7 +16,7 @@ log = logging.getLogger("mkdocs.hooks.optional_pages")
 PLACEHOLDERS = {
     "audit.md": (
         "# Audit your own code base\n\n"
-        "`budgetlab audit PATH` scans a Celery code base for the five patterns the labs teach.\n"
+        "`budgetlab audit PATH` scans a Celery code base for the patterns the labs teach.\n"
         "This page, with what each finding means and how to act on it, is still being written.\n"
     ),
 }

@@ -112,8 +112,28 @@ def visible_text(html: str) -> str:
     return " ".join("".join(parser.parts).split())
 
 
+# Pages that hold the answers on purpose; a learner opens them after the lab, and site search leaves them out.
+ANSWER_PAGES = ("instructors/", "facilitator/")
+
+
+def linked_from_labs(site: Path) -> set[Path]:
+    """Return every page of the site a lab page links to: a learner follows those links while working."""
+    found = set()
+    for lab in site.glob("labs/*/index.html"):
+        # The article only: the navigation links every page of the site.
+        article = re.search(r"<article\b.*?</article>", lab.read_text(encoding="utf-8"), flags=re.DOTALL)
+        for href in re.findall(r'href="([^"#:?]+/)(?:#[^"]*)?"', article.group(0) if article else ""):
+            target = (lab.parent / href / "index.html").resolve()
+            if target.is_file() and site.resolve() in target.parents:
+                found.add(site / target.relative_to(site.resolve()))
+    return found
+
+
 def learner_pages(site: Path) -> list[Path]:
-    return sorted({page for pattern in LEARNER_PAGES for page in site.glob(pattern)})
+    """Return the pages a learner reads during a lab: the fixed list plus every page a lab page links."""
+    pages = {page for pattern in LEARNER_PAGES for page in site.glob(pattern)} | linked_from_labs(site)
+    return sorted(page for page in pages
+                  if not page.relative_to(site).as_posix().startswith(ANSWER_PAGES))
 
 
 def test_visible_text_leaves_out_closed_details_but_keeps_open_ones():
@@ -154,3 +174,58 @@ def test_no_learner_page_shows_a_solution_line_outside_a_collapsed_block(built_s
         f"learner pages show lines of solutions/{slug} without a click; move them into a collapsed "
         "`??? success \"Answer: …\"` block or the lab's instructor notes:\n" + "\n".join(found)
     )
+
+
+# Words every page of this workshop uses; a run of them says nothing about one lab's fix.
+COMMON_WORDS = frozenset("""a an the and or of to in on at by for with from as is it its that this what when which
+who your you be are was only not no each every one says why comment time limit task's task""".split())
+
+
+def answer_phrases(hint: str) -> set[str]:
+    """Return the four-word runs of a lab's last hint (the nearest to the answer) that name at least three things."""
+    words = re.findall(r"[\w'.()=]+", hint)
+    return {" ".join(words[i:i + 4]) for i in range(len(words) - 3)
+            if sum(word.lower() not in COMMON_WORDS for word in words[i:i + 4]) >= 3}
+
+
+def test_learner_pages_include_concepts_and_every_page_a_lab_links(built_site):
+    """The pages checked for spoilers are the concept pages and every page a lab links, never the answer pages."""
+    site = built_site.require()
+    pages = {page.relative_to(site).parent.as_posix() for page in learner_pages(site)}
+    linked = {page.relative_to(site).parent.as_posix() for page in linked_from_labs(site)}
+    assert any(page.startswith("concepts/") for page in pages), sorted(pages)
+    assert "glossary" in linked and any(page.startswith("concepts/") for page in linked), sorted(linked)
+    assert not any(page.startswith(ANSWER_PAGES) for page in pages), sorted(pages)
+
+
+@pytest.mark.parametrize("lab", load_labs_toml := __import__("tomllib").loads(
+    (ROOT / "labs" / "labs.toml").read_text(encoding="utf-8"))["lab"], ids=lambda lab: f"lab{lab['number']}")
+def test_no_learner_page_states_the_last_hint_outside_a_collapsed_block(built_site, lab):
+    """No learner page says, where it shows without a click, what the lab's last hint (the nearest to the answer) says."""
+    site = built_site.require()
+    phrases = answer_phrases(lab["hints"][-1])
+    assert phrases, f"lab {lab['number']}'s last hint yields no phrase: the test would prove nothing"
+    found = []
+    for page in learner_pages(site):
+        text = visible_text(page.read_text(encoding="utf-8"))
+        found += [f"{page.relative_to(site).parent}/: {phrase!r}" for phrase in sorted(phrases) if phrase in text]
+    assert not found, (f"learner pages tell lab {lab['number']}'s answer without a click; collapse it into a block "
+                       "marked for after the lab, or move it to the instructor notes:\n" + "\n".join(found))
+
+
+def test_answer_phrases_find_a_fix_told_openly():
+    """The phrase check catches the objective lab 6 once had, which told the fix before the lab."""
+    hint = "carry one deadline through a run so each call gets only what is left (timeout=min(per_call, left))"
+    text = visible_text("<article><p>carry one deadline through a run of calls</p></article>")
+    assert any(phrase in text for phrase in answer_phrases(hint))
+
+
+def test_instructor_pages_are_left_out_of_the_learners_search(built_site):
+    """Site search indexes no instructor page: a learner searching a word never lands on an answer."""
+    import json
+
+    index = json.loads((built_site.require() / "search" / "search_index.json").read_text(encoding="utf-8"))
+    locations = [entry["location"] for entry in index["docs"]]
+    assert any(location.startswith("labs/") for location in locations), "the search index holds no lab page"
+    indexed = sorted({location.split("#")[0] for location in locations if location.startswith("instructors/")})
+    assert not indexed, f"site search finds the instructor pages: {indexed}"

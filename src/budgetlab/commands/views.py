@@ -10,10 +10,11 @@ from budgetlab.labs import Lab
 STATUS_STYLE = {"passed": "green", "failing": "red", "started": "yellow", "not started": "dim"}
 
 
-def lab_table(labs: list[Lab], warn=lambda message: None) -> Table:
+def lab_table(labs: list[Lab], warn=lambda message: None, data: dict | None = None) -> Table:
+    """The table `budgetlab list` prints; `data` stands in for the saved progress (the README shows a fresh checkout)."""
     from budgetlab.commands import progress
 
-    data = progress.load(warn)
+    data = progress.load(warn) if data is None else data
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("lab", "title", "status", "timebox", "hints"):
         table.add_column(column)
