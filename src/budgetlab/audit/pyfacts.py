@@ -44,15 +44,11 @@ from budgetlab.audit.pyrecords import (
     QuerysetLoop,
     ReferenceQuery,
 )
+from budgetlab.audit.soft_limits import setting_line
 
 PG_NAME = re.compile(r"pg_stat\w*")
 PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
 SEGMENT_LIMIT = 256
-# A project-wide soft limit: a Django setting, a Celery setting (also as a
-# dict key or keyword), or the pre-4.0 name. A value of None sets no limit.
-SOFT_LIMIT_SETTING = re.compile(
-    rb"\b(?:CELERY_TASK_SOFT_TIME_LIMIT|CELERYD_TASK_SOFT_TIME_LIMIT|task_soft_time_limit)['\"]?\s*[=:]\s*(?!None\b)\S"
-)
 # Manager steps that return one row: a name bound to one holds an instance of the model.
 ROW_STEPS = frozenset({"get", "first", "last", "create", "earliest", "latest"})
 
@@ -565,10 +561,7 @@ def collect(
 ) -> ModuleFacts:
     """Facts of one parsed module."""
     module = ModuleFacts(path, display)
-    if b"oft_time_limit" in source or b"OFT_TIME_LIMIT" in source:
-        match = SOFT_LIMIT_SETTING.search(source)
-        if match:
-            module.soft_limit_setting = source.count(b"\n", 0, match.start()) + 1
+    module.soft_limit_setting = setting_line(tree, source)
     collector = _Collector(module, reference_models, source, task_decorators)
     collector.body(tree.body)
     for classes_methods in module.classes.values():

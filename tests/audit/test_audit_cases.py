@@ -1,0 +1,54 @@
+"""Cases met on code bases outside the project, each audited on its own: the findings they must give, or none.
+
+Each folder under fixtures/cases is a small tree with one shape seen in a
+real code base (issue 28): a name that only looks like Celery's setting, a
+limit set for another app, a pool named through a variable, a queryset from
+a helper. The table says every finding the folder gives, with a fragment its
+message must hold; a folder with no entry must give none.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from budgetlab.audit import audit
+
+# case -> [(file, line, code, fragment of the message)]
+EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
+    # Only Celery's own ways of setting the soft limit count.
+    "serializer_field": [],
+    "dict_key": [],
+    "off_by_default": [],
+    "django_project": [("billing/tasks.py", 9, "BL002", "setting at settings.py:3")],
+    "app_conf": [("tasks.py", 9, "BL002", "setting at celery_app.py:4")],
+    # A settings module reaches the tasks of its own app only.
+    "two_apps": [("one/tasks.py", 9, "BL002", "setting at settings.py:3")],
+    # The function that holds the loop is named, beside the task that runs it.
+    "loop_holder": [("tasks.py", 7, "BL002", "loop at line 13 of `push_group`")],
+}
+
+CASES = Path(__file__).parent / "fixtures" / "cases"
+
+
+def test_every_case_folder_has_an_entry():
+    """A folder added without its expectation would pass whatever it gives."""
+    folders = {path.name for path in CASES.iterdir() if path.is_dir()}
+    assert folders == set(EXPECTED), f"folders without an entry: {sorted(folders - set(EXPECTED))}, " \
+                                     f"entries without a folder: {sorted(set(EXPECTED) - folders)}"
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_case_gives_exactly_its_findings(fixtures, case):
+    """The case's folder, audited alone, gives the expected findings and no other."""
+    root = fixtures / "cases" / case
+    result = audit([str(root)])
+    found = sorted(
+        (Path(f.path).resolve().relative_to(root.resolve()).as_posix(), f.line, f.code, f.message)
+        for f in result.findings
+    )
+    expected = sorted(EXPECTED[case])
+    assert [item[:3] for item in found] == [item[:3] for item in expected], f"{case}: got {found}"
+    for (_, _, _, message), (_, _, _, fragment) in zip(found, expected):
+        assert fragment in message, f"{case}: {fragment!r} not in {message!r}"
