@@ -27,6 +27,25 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "two_apps": [("one/tasks.py", 9, "BL002", "setting at settings.py:3")],
     # The function that holds the loop is named, beside the task that runs it.
     "loop_holder": [("tasks.py", 7, "BL002", "loop at line 13 of `push_group`")],
+    # A pool named through a variable: its shell default, a Dockerfile ENV, compose environment, a Helm value.
+    "pool_default": [("worker.sh", 2, "BL006", "solo pool (the default of ${POOL:-solo})")],
+    "pool_dockerfile_env": [("Dockerfile", 4, "BL006", "solo pool (WORKER_POOL_KIND set at Dockerfile:2)")],
+    "pool_compose_env": [("docker-compose.yml", 6, "BL006", "threads pool (CELERY_POOL set at docker-compose.yml:5)")],
+    "pool_helm_values": [("chart/templates/worker.yaml", 8, "BL006", "gevent pool (.Values.worker.pool at values.yaml:3)")],
+    # A value the image sets wins over the script's fallback.
+    "pool_env_prefork": [],
+    # A loop over what a helper of the module returns is a loop over a queryset.
+    "helper_queryset": [("tasks.py", 12, "BL003", "`for invoice in overdue_invoices()`")],
+    # The loop's one call, on a model from apps.get_model, only queues a task per row: nothing to isolate.
+    "get_model_enqueue": [],
+    # Tasks made by a class-based decorator, called in place or through an instance, with its soft_time_limit.
+    "class_decorator": [("tasks.py", 11, "BL002", "limit: its decorator"),
+                        ("tasks.py", 17, "BL003", "task `close_stale`"),
+                        ("tasks.py", 23, "BL003", "task `reopen_all`")],
+    # A catch-all in a method of an object the task's loop calls.
+    "method_in_loop": [("tasks.py", 8, "BL002", "`Importer.import_row`, run per item by task `import_rows`")],
+    # A loop over .iterator() that only writes CSV rows does no per-row work.
+    "csv_export": [],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"

@@ -27,6 +27,9 @@ from budgetlab.audit.astshapes import (
     WRITE_METHODS,
     contains_raise,
     dotted,
+    get_model_name,
+    no_row_work,
+    queryset_helpers,
     is_queryset,
     is_task_decorator,
     is_transaction,
@@ -234,7 +237,7 @@ class _Collector:
         A loop inside one already recorded is part of the same nest: the
         outer loop's finding covers it.
         """
-        if self.open_queryset_loops or not is_queryset(node.iter, self.queryset_names) or isolated(node.body):
+        if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
             return 0
         work, writes = loop_work(node.body)
         if not work:
@@ -253,16 +256,36 @@ class _Collector:
         )
         return 1
 
+    def is_queryset(self, node: ast.AST) -> bool:
+        """A queryset by its chain (astshapes.is_queryset), or the result of a helper of this module that returns one."""
+        return is_queryset(node, self.queryset_names) or self.helper_queryset(node)
+
+    def helper_queryset(self, node: ast.AST) -> bool:
+        """True for `pending_invoices()` or `self.pending()` where that function returns a queryset."""
+        helpers = self.module.queryset_helpers
+        if not helpers or type(node) is not ast.Call:
+            return False
+        func = node.func
+        if type(func) is ast.Name:
+            return func.id in helpers
+        return type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in ("self", "cls") \
+            and func.attr in helpers
+
     def names_queryset(self, node: ast.AST) -> bool:
-        """True when the chain starts from a local name bound to a queryset (not a row's relation)."""
+        """True when the chain starts from a local name bound to a queryset (not a row's relation), or a helper's."""
         while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+            if self.helper_queryset(node):
+                return True
             node = node.func if type(node) is ast.Call else node.value
         return type(node) is ast.Name and node.id in self.queryset_names
 
     def model_of(self, node: ast.AST) -> str | None:
-        """The model class a Model.objects... chain reads, or None."""
+        """The model class a Model.objects... chain reads (through an `apps.get_model` name too), or None."""
         manager, _ = manager_access(node)
-        return terminal_name(manager.value) if manager is not None else None
+        if manager is None:
+            return None
+        name = terminal_name(manager.value)
+        return self.function.model_aliases.get(name) or self.top.model_aliases.get(name) or name
 
     def row_model(self, value: ast.AST) -> str | None:
         """The model of `Model.objects.get(...)`-like values, which hold one row."""
@@ -274,11 +297,23 @@ class _Collector:
         if type(target) is ast.Name:
             name = target.id
             model = self.row_model(value) if value is not None else None
+            alias = get_model_name(value)
+            if alias:
+                self.function.model_aliases[name] = alias
+            elif model is None and type(value) is ast.Call:
+                # `processor = Processor()`: its methods resolve like a row's.
+                cls = terminal_name(value.func)
+                if cls and cls[:1].isupper():
+                    model = cls
+                # `retrying = retryable_task(max_retries=3)`: a decorator made by calling a class of the project.
+                held = call_target(value.func) if self.function is self.top else None
+                if held is not None:
+                    self.module.instances[name] = held
             if model:
                 self.function.local_types[name] = model
             else:
                 self.function.local_types.pop(name, None)
-            if value is not None and is_queryset(value, self.queryset_names):
+            if value is not None and self.is_queryset(value):
                 self.queryset_names.add(name)
             else:
                 self.queryset_names.discard(name)
@@ -356,6 +391,10 @@ class _Collector:
                 target = call_target(called)
                 if target is not None:
                     facts.decorators.append(target)
+                    if type(decorator) is ast.Call and any(
+                        keyword.arg == "soft_time_limit" for keyword in decorator.keywords
+                    ):
+                        facts.decorator_soft_limit = True
         for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             annotation = argument.annotation
             if type(annotation) is ast.Constant and type(annotation.value) is str:
@@ -386,6 +425,7 @@ class _Collector:
         self.pending = []
         self.class_methods = None
         saved_open, self.open_queryset_loops = self.open_queryset_loops, 0
+        facts.no_row_work = no_row_work(node.body)
         self.body(node.body)
         self.open_queryset_loops = saved_open
         (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
@@ -562,6 +602,8 @@ def collect(
     """Facts of one parsed module."""
     module = ModuleFacts(path, display)
     module.soft_limit_setting = setting_line(tree, source)
+    if b"objects" in source or b"get_queryset" in source:
+        module.queryset_helpers = queryset_helpers(tree)
     collector = _Collector(module, reference_models, source, task_decorators)
     collector.body(tree.body)
     for classes_methods in module.classes.values():

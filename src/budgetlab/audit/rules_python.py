@@ -171,8 +171,9 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
 
 
 def _helper_isolates(project: Project, facts: FunctionFacts, loop) -> bool:
+    """True when the loop's one call isolates the row itself, or does no work a row could fail (astshapes.no_row_work)."""
     callees = project.callees(facts, Call(loop.helper, True, loop.line, loop.column))
-    return any(callee.has_try_handler for callee in callees)
+    return any(callee.has_try_handler or callee.no_row_work for callee in callees)
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:
