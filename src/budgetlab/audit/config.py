@@ -18,7 +18,7 @@ KEYS = {
     "select": "rule codes or prefixes to run (default: all)",
     "ignore": "rule codes or prefixes to skip",
     "exclude": "globs of files and folders not to walk into",
-    "reference-models": "model class names read as reference data (BL004); no default",
+    "reference-models": "model class names read as reference data (BL004); default: inferred from data migrations",
     "task-decorators": "decorator names that make a Celery task, beyond what the audit resolves itself",
 }
 KNOWN_KEYS = set(KEYS)

@@ -47,6 +47,7 @@ from budgetlab.audit.pyrecords import (
     QuerysetLoop,
     ReferenceQuery,
 )
+from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, module_role
 from budgetlab.audit.soft_limits import setting_line
 
 PG_NAME = re.compile(r"pg_stat\w*")
@@ -67,6 +68,11 @@ class _Collector:
         self.open_queryset_loops = 0
         self.handled_managers: set[int] = set()
         self.reference_models = reference_models if any(m.encode() in source for m in reference_models) else frozenset()
+        # No configured list: every read-only manager query is recorded, and BL004 keeps those on inferred models.
+        module.infer_references = self.infer = not reference_models and b"objects" in source
+        module.role = module_role(module.path)
+        self.models_module = is_models_module(module.path)
+        self.class_bases_stack: list[list[str]] = []
         self.pg = b"pg_stat" in source
         module.mentions_pg_stat = self.pg
         self.top = FunctionFacts("<module>", "<module>", 1, module)
@@ -444,11 +450,25 @@ class _Collector:
         bases = [name for name in map(terminal_name, node.bases) if name]
         if self.function is self.top:
             self.module.class_bases[node.name] = bases
+            if self.models_module and any(base.endswith("Model") for base in bases):
+                self.module.model_classes.add(node.name)
+        outer = [base for stack in self.class_bases_stack for base in stack] + bases
+        if self.infer and not any("Admin" in base or "Inline" in base for base in outer):
+            for statement in node.body:
+                if type(statement) is ast.Assign and any(
+                        type(t) is ast.Name and t.id in ("model", "queryset") for t in statement.targets):
+                    # A form, serializer or view bound to a model writes it on behalf of users.
+                    model = terminal_name(statement.value) if type(statement.value) in (ast.Name, ast.Attribute) \
+                        else self.model_of(statement.value)
+                    if model:
+                        self.module.model_writes.add(model)
+        self.class_bases_stack.append(bases)
         self.task_class = "Task" in bases
         for statement in node.body:
             self.class_methods = methods
             self.statement(statement)
         is_task_class = self.task_class
+        self.class_bases_stack.pop()
         self.class_methods, self.class_name, self.task_class = saved
         if is_task_class and "run" in methods and _sets_soft_limit(node.body):
             methods["run"].soft_limit = "class"
@@ -465,7 +485,7 @@ class _Collector:
         stack = [(root, None, in_loop)]
         pop = stack.pop
         push = stack.append
-        references = self.reference_models
+        references = self.reference_models or self.infer
         pg = self.pg
         while stack:
             node, call, loop = pop()
@@ -487,8 +507,8 @@ class _Collector:
                 call = node
             elif kind is ast.Attribute:
                 if references and node.attr in MANAGERS and id(node) not in self.handled_managers:
-                    model = terminal_name(node.value)
-                    if model in references:
+                    model = self.model_of(node)
+                    if self.is_reference(model):
                         self.function.reference_queries.append(
                             ReferenceQuery(model, node.lineno, node.col_offset + 1, loop, node.end_lineno or node.lineno)
                         )
@@ -525,17 +545,40 @@ class _Collector:
         if current is None or id(current) in self.handled_managers:
             return
         self.handled_managers.add(id(current))
-        model = terminal_name(current.value)
-        if model not in self.reference_models or WRITE_METHODS.intersection(methods):
+        model = self.model_of(current)
+        if WRITE_METHODS.intersection(methods):
+            if model:
+                self.module.model_writes.add(model)
             return
+        if not self.is_reference(model) or CACHED_LOOKUPS.intersection(methods):
+            return  # ContentType.objects.get_for_model(...) and their like are cached by Django itself
         self.function.reference_queries.append(
             ReferenceQuery(model, current.lineno, current.col_offset + 1, in_loop, node.end_lineno or node.lineno)
         )
+
+    def is_reference(self, model: str | None) -> bool:
+        """A model whose read-only queries are recorded: a configured one, or any model while inferring."""
+        if not model:
+            return False
+        return model in self.reference_models or (self.infer and model[:1].isupper())
+
+    def note_write(self, node: ast.Call) -> None:
+        """Models this call writes: `Currency(...)`, `row.save()` on a row of a known model."""
+        func = node.func
+        if type(func) is ast.Name and func.id[:1].isupper():
+            self.module.model_writes.add(self.top.model_aliases.get(func.id) or self.function.model_aliases.get(func.id)
+                                         or func.id)
+        elif type(func) is ast.Attribute and func.attr in ("save", "delete") and type(func.value) is ast.Name:
+            model = self.function.local_types.get(func.value.id)
+            if model:
+                self.module.model_writes.add(model)
 
     def call(self, node: ast.Call, in_loop: bool) -> None:
         func = node.func
         target = call_target(func)
         line = node.lineno
+        if self.infer:
+            self.note_write(node)
         if target is not None:
             self.function.calls.append(Call(target, in_loop, line, node.col_offset + 1))
             if self.active:

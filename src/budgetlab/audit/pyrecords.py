@@ -112,5 +112,12 @@ class ModuleFacts:
     instances: dict[str, Target] = field(default_factory=dict)
     #: Functions and methods whose return value is a queryset (`return Invoice.objects.filter(...)`).
     queryset_helpers: frozenset[str] = frozenset()
+    #: What the module's path says it is: "app", "test", "migration", "seed" or "admin" (reference_data.module_role).
+    role: str = "app"
+    #: Model classes the module defines (in a models module), and models it writes in any way the audit sees.
+    model_classes: set[str] = field(default_factory=set)
+    model_writes: set[str] = field(default_factory=set)
+    #: True when reference models were inferred, not configured: every read-only manager query is recorded.
+    infer_references: bool = False
     #: Class name -> its base class names, for task classes and model classes.
     class_bases: dict[str, list[str]] = field(default_factory=dict)

@@ -8,6 +8,7 @@ from pathlib import Path
 from budgetlab.audit.callgraph import Project, per_item, task_reach
 from budgetlab.audit.findings import Finding
 from budgetlab.audit.pyrecords import Call, FunctionFacts, ModuleFacts
+from budgetlab.audit.reference_data import inferred_reference_models
 from budgetlab.audit.soft_limits import applies, scope
 
 _MAX_DEPTH = 8
@@ -186,9 +187,12 @@ def _short(node: ast.AST, limit: int = 60) -> str:
 
 def reference_queries_per_item(project: Project) -> list[Finding]:
     """Queries on reference models inside a loop or in a function called per item."""
-    holders = [facts for module in project.modules for facts in module.functions if facts.reference_queries]
+    holders = [facts for module in project.modules if module.role in ("app", "admin")
+               for facts in module.functions if facts.reference_queries]
     if not holders:
         return []
+    # Modules read with no configured list recorded every read-only query; keep those on inferred models.
+    inferred = inferred_reference_models(project.modules) if any(m.infer_references for m in project.modules) else None
     everyone = [facts for module in project.modules for facts in module.functions]
     per_item_functions = per_item(project, everyone, stop=lambda facts: facts.is_cached)
     findings = []
@@ -197,6 +201,8 @@ def reference_queries_per_item(project: Project) -> list[Finding]:
             continue
         origin = per_item_functions.get(facts)
         for query in facts.reference_queries:
+            if facts.module.infer_references and query.model not in inferred:
+                continue
             if query.in_loop:
                 place = "inside a loop"
             elif origin is not None:
