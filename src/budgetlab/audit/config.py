@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    import tomllib
+    import tomllib  # novermin: 3.10 reads tomli below
 except ModuleNotFoundError:  # Python 3.10: the same parser under its old name.
     import tomli as tomllib  # type: ignore[no-redef]
 
