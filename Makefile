@@ -79,3 +79,8 @@ clean-venv: ## Remove .venv and .venv-celery57
 clean: ## Stop the stack and remove .venv and .budgetlab
 	-test -x $(BIN)/budgetlab && $(BIN)/budgetlab stack down --remove-copies
 	rm -rf $(VENV) $(VENV57) .budgetlab site
+
+# The audit alone, for a team's CI and pre-commit (audit/pyproject.toml; docs/audit.md, "In CI and pre-commit").
+.PHONY: audit-wheel
+audit-wheel: venv ## Build dist/budgetlab_audit-*.whl: the audit without the workshop's dependencies
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist ./audit

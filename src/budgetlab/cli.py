@@ -222,7 +222,7 @@ def audit(paths: List[Path] = typer.Argument(..., help="Files or folders of your
           allow_unreadable: bool = typer.Option(False, "--allow-unreadable",
                                                 help="Exit 0 or 1 even when a file could not be read (still reported as BL000)."),
           ) -> None:
-    """Find the five failure shapes in your own code base (static, nothing is run)."""
+    """Find the failures the labs teach in your own code base (static: nothing is imported or run)."""
     from budgetlab.audit import run_audit
 
     raise typer.Exit(run_audit([str(p) for p in paths], fmt.value, select, ignore,

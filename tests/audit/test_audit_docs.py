@@ -48,3 +48,44 @@ def test_each_rule_section_answers_the_four_questions(code):
         assert f"# noqa: {code}" in body, f"the {code} section does not show how to silence it"
     else:  # BL000 is about a file that could not be read: no line to put a noqa on
         assert "--allow-unreadable" in body, f"the {code} section does not say how to let the run pass"
+
+
+# A count written by hand ("five failure shapes", "all six") drifts when a rule is added.
+COUNTED = re.compile(
+    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+"
+    r"(?:rules?|shapes?|failures?|failure shapes|checks)\b|\ball (?:two|three|four|five|six|seven|eight|nine|ten)\b",
+    re.IGNORECASE,
+)
+
+
+def test_generated_blocks_match_the_registry():
+    """The rules table, the severity table and the `select` example on the page are what the registry gives."""
+    from budgetlab.audit import catalogue
+
+    text = PAGE.read_text(encoding="utf-8")
+    assert catalogue.render(text) == text, (
+        "docs/audit.md disagrees with the rule registry; run: python -m budgetlab.audit.catalogue docs/audit.md"
+    )
+    for code in RULES:
+        assert code in catalogue.severity_table(), f"{code} missing from the severity table"
+
+
+def test_no_rule_count_is_written_by_hand():
+    """Neither the page, the audit's --help nor the workshop's `budgetlab --help` counts the rules in words."""
+    from typer.testing import CliRunner
+
+    from budgetlab.audit.command import build_parser
+    from budgetlab.cli import app
+
+    runner = CliRunner()
+    texts = {
+        "docs/audit.md": PAGE.read_text(encoding="utf-8").split("## Precision on real code bases")[0],
+        "budgetlab-audit --help": build_parser().format_help(),
+        "budgetlab --help": runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output,
+        "budgetlab audit --help": runner.invoke(app, ["audit", "--help"], env={"COLUMNS": "200"}).output,
+    }
+    for where, text in texts.items():
+        counted = COUNTED.findall(text)
+        assert not counted, f"{where} counts by hand: {counted}"
+    for code in RULES:
+        assert code in texts["budgetlab audit --help"], f"`budgetlab audit --help` does not list {code}"

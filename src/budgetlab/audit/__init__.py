@@ -1,4 +1,4 @@
-"""`budgetlab audit`: a static checker for the five failures the labs teach, in your own code base.
+"""`budgetlab audit`: a static checker for the failures the labs teach, in your own code base.
 
 It reads Python files with the standard library's ast module (syntax newer
 than the running interpreter is first rewritten with tree-sitter's Python

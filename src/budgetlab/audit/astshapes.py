@@ -323,3 +323,53 @@ def is_transaction(node: ast.AST) -> bool:
         node = node.func
     name = terminal_name(node)
     return name == "atomic" or (name == "transaction" and type(node) is ast.Attribute)
+
+
+def get_model_name(value: ast.AST | None) -> str | None:
+    """"Invoice" for `apps.get_model("books", "Invoice")` or `apps.get_model("books.Invoice")`, else None."""
+    if type(value) is not ast.Call or type(value.func) is not ast.Attribute or value.func.attr != "get_model":
+        return None
+    strings = [arg.value for arg in value.args if type(arg) is ast.Constant and type(arg.value) is str]
+    if len(strings) == 2:
+        return strings[1]
+    if len(strings) == 1 and "." in strings[0]:
+        return strings[0].rsplit(".", 1)[1]
+    return None
+
+
+def returns_queryset(function: ast.AST) -> bool:
+    """True when a function returns a queryset: `return Model.objects.filter(...)`, or a name it bound to one."""
+    names: set[str] = set()
+    returned = False
+    for statement in statements_in(function.body):
+        kind = type(statement)
+        if kind is ast.Assign and type(statement.value) is not ast.Constant:
+            if is_queryset(statement.value, names):
+                names.update(t.id for t in statement.targets if type(t) is ast.Name)
+        elif kind is ast.Return and statement.value is not None:
+            if not is_queryset(statement.value, names):
+                return False
+            returned = True
+    return returned
+
+
+def queryset_helpers(tree: ast.Module) -> frozenset[str]:
+    """Names of the module's functions and methods that return a queryset."""
+    found = set()
+    for node in tree.body:
+        members = node.body if type(node) is ast.ClassDef else [node]
+        for member in members:
+            if type(member) in FUNCTIONS and returns_queryset(member):
+                found.add(member.name)
+    return frozenset(found)
+
+
+def no_row_work(body: list[ast.stmt]) -> bool:
+    """True for a function body whose every call is plumbing, logging, a CSV or log write, or queueing a task.
+
+    Called once per row, such a function has nothing a row could make fail
+    that isolation would save: `schedule(row)` that runs `send.delay(row.pk)`,
+    `write_row(writer, row)` that runs `writer.writerow([...])`.
+    """
+    calls = [node for statement in statements_in(body) for node in _own_nodes(statement) if type(node) is ast.Call]
+    return bool(calls) and not any(_effect_call(call) or (is_write(call) and not _enqueues(call)) for call in calls)

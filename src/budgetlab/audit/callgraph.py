@@ -55,6 +55,10 @@ class Project:
         found = module.top_defs.get(name)
         if found is not None:
             return [found]
+        held = module.instances.get(name)
+        if held is not None and held[0] == "n" and hops < _REEXPORT_HOPS:
+            # `retrying = retryable_task(...)`: calling the instance calls into its class.
+            return self.export(module, held[1], hops + 1)
         imported = module.imports.get(name)
         if imported is None or hops >= _REEXPORT_HOPS or imported[0] != "from":
             return []
@@ -164,6 +168,8 @@ def resolve_task_decorators(project: Project) -> None:
                 if any(callee.wraps_task for callee in project.callees(facts.parent or top, Call(target, False, 0, 0))):
                     facts.is_task = True
                     module.has_tasks = True
+                    if facts.decorator_soft_limit and not facts.soft_limit:
+                        facts.soft_limit = "decorator"
                     break
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from budgetlab.audit.catalogue import DESCRIPTION
 from budgetlab.audit.config import KEYS
 from budgetlab.audit.report import ALIASES, FORMATS
 from budgetlab.audit.rules import RULES
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser for budgetlab-audit; every option has a one-line help."""
     parser = _Parser(
         prog="budgetlab-audit",
-        description="Find the five failures the budgetlab labs teach in your own code base.",
+        description=DESCRIPTION,
         epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

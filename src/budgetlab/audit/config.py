@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    import tomllib
+    import tomllib  # novermin: 3.10 reads tomli below
 except ModuleNotFoundError:  # Python 3.10: the same parser under its old name.
     import tomli as tomllib  # type: ignore[no-redef]
 
@@ -18,7 +18,7 @@ KEYS = {
     "select": "rule codes or prefixes to run (default: all)",
     "ignore": "rule codes or prefixes to skip",
     "exclude": "globs of files and folders not to walk into",
-    "reference-models": "model class names read as reference data (BL004); no default",
+    "reference-models": "model class names read as reference data (BL004); default: inferred from data migrations",
     "task-decorators": "decorator names that make a Celery task, beyond what the audit resolves itself",
 }
 KNOWN_KEYS = set(KEYS)

@@ -120,7 +120,8 @@ def _words(text: str, base: int, into: list[Word | None], where: _Text) -> None:
             last_end = -1
             continue
         content = bare if bare is not None else (double if double is not None else single)
-        if bare is None and content.strip() and any(space in content for space in " \t\n"):
+        helm = content.lstrip().startswith("{{")  # a template expression is one word, spaces and all
+        if bare is None and content.strip() and not helm and any(space in content for space in " \t\n"):
             # A quoted command (sh -c "celery ... worker ..."): read its words too.
             _words(content, start + 1, into, where)
             last_end = -1

@@ -27,6 +27,9 @@ from budgetlab.audit.astshapes import (
     WRITE_METHODS,
     contains_raise,
     dotted,
+    get_model_name,
+    no_row_work,
+    queryset_helpers,
     is_queryset,
     is_task_decorator,
     is_transaction,
@@ -44,15 +47,12 @@ from budgetlab.audit.pyrecords import (
     QuerysetLoop,
     ReferenceQuery,
 )
+from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, module_role
+from budgetlab.audit.soft_limits import setting_line
 
 PG_NAME = re.compile(r"pg_stat\w*")
 PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
 SEGMENT_LIMIT = 256
-# A project-wide soft limit: a Django setting, a Celery setting (also as a
-# dict key or keyword), or the pre-4.0 name. A value of None sets no limit.
-SOFT_LIMIT_SETTING = re.compile(
-    rb"\b(?:CELERY_TASK_SOFT_TIME_LIMIT|CELERYD_TASK_SOFT_TIME_LIMIT|task_soft_time_limit)['\"]?\s*[=:]\s*(?!None\b)\S"
-)
 # Manager steps that return one row: a name bound to one holds an instance of the model.
 ROW_STEPS = frozenset({"get", "first", "last", "create", "earliest", "latest"})
 
@@ -68,6 +68,11 @@ class _Collector:
         self.open_queryset_loops = 0
         self.handled_managers: set[int] = set()
         self.reference_models = reference_models if any(m.encode() in source for m in reference_models) else frozenset()
+        # No configured list: every read-only manager query is recorded, and BL004 keeps those on inferred models.
+        module.infer_references = self.infer = not reference_models and b"objects" in source
+        module.role = module_role(module.path)
+        self.models_module = is_models_module(module.path)
+        self.class_bases_stack: list[list[str]] = []
         self.pg = b"pg_stat" in source
         module.mentions_pg_stat = self.pg
         self.top = FunctionFacts("<module>", "<module>", 1, module)
@@ -238,7 +243,7 @@ class _Collector:
         A loop inside one already recorded is part of the same nest: the
         outer loop's finding covers it.
         """
-        if self.open_queryset_loops or not is_queryset(node.iter, self.queryset_names) or isolated(node.body):
+        if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
             return 0
         work, writes = loop_work(node.body)
         if not work:
@@ -257,16 +262,36 @@ class _Collector:
         )
         return 1
 
+    def is_queryset(self, node: ast.AST) -> bool:
+        """A queryset by its chain (astshapes.is_queryset), or the result of a helper of this module that returns one."""
+        return is_queryset(node, self.queryset_names) or self.helper_queryset(node)
+
+    def helper_queryset(self, node: ast.AST) -> bool:
+        """True for `pending_invoices()` or `self.pending()` where that function returns a queryset."""
+        helpers = self.module.queryset_helpers
+        if not helpers or type(node) is not ast.Call:
+            return False
+        func = node.func
+        if type(func) is ast.Name:
+            return func.id in helpers
+        return type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in ("self", "cls") \
+            and func.attr in helpers
+
     def names_queryset(self, node: ast.AST) -> bool:
-        """True when the chain starts from a local name bound to a queryset (not a row's relation)."""
+        """True when the chain starts from a local name bound to a queryset (not a row's relation), or a helper's."""
         while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+            if self.helper_queryset(node):
+                return True
             node = node.func if type(node) is ast.Call else node.value
         return type(node) is ast.Name and node.id in self.queryset_names
 
     def model_of(self, node: ast.AST) -> str | None:
-        """The model class a Model.objects... chain reads, or None."""
+        """The model class a Model.objects... chain reads (through an `apps.get_model` name too), or None."""
         manager, _ = manager_access(node)
-        return terminal_name(manager.value) if manager is not None else None
+        if manager is None:
+            return None
+        name = terminal_name(manager.value)
+        return self.function.model_aliases.get(name) or self.top.model_aliases.get(name) or name
 
     def row_model(self, value: ast.AST) -> str | None:
         """The model of `Model.objects.get(...)`-like values, which hold one row."""
@@ -278,11 +303,23 @@ class _Collector:
         if type(target) is ast.Name:
             name = target.id
             model = self.row_model(value) if value is not None else None
+            alias = get_model_name(value)
+            if alias:
+                self.function.model_aliases[name] = alias
+            elif model is None and type(value) is ast.Call:
+                # `processor = Processor()`: its methods resolve like a row's.
+                cls = terminal_name(value.func)
+                if cls and cls[:1].isupper():
+                    model = cls
+                # `retrying = retryable_task(max_retries=3)`: a decorator made by calling a class of the project.
+                held = call_target(value.func) if self.function is self.top else None
+                if held is not None:
+                    self.module.instances[name] = held
             if model:
                 self.function.local_types[name] = model
             else:
                 self.function.local_types.pop(name, None)
-            if value is not None and is_queryset(value, self.queryset_names):
+            if value is not None and self.is_queryset(value):
                 self.queryset_names.add(name)
             else:
                 self.queryset_names.discard(name)
@@ -360,6 +397,10 @@ class _Collector:
                 target = call_target(called)
                 if target is not None:
                     facts.decorators.append(target)
+                    if type(decorator) is ast.Call and any(
+                        keyword.arg == "soft_time_limit" for keyword in decorator.keywords
+                    ):
+                        facts.decorator_soft_limit = True
         for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             annotation = argument.annotation
             if type(annotation) is ast.Constant and type(annotation.value) is str:
@@ -390,6 +431,7 @@ class _Collector:
         self.pending = []
         self.class_methods = None
         saved_open, self.open_queryset_loops = self.open_queryset_loops, 0
+        facts.no_row_work = no_row_work(node.body)
         self.body(node.body)
         self.open_queryset_loops = saved_open
         (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
@@ -408,11 +450,25 @@ class _Collector:
         bases = [name for name in map(terminal_name, node.bases) if name]
         if self.function is self.top:
             self.module.class_bases[node.name] = bases
+            if self.models_module and any(base.endswith("Model") for base in bases):
+                self.module.model_classes.add(node.name)
+        outer = [base for stack in self.class_bases_stack for base in stack] + bases
+        if self.infer and not any("Admin" in base or "Inline" in base for base in outer):
+            for statement in node.body:
+                if type(statement) is ast.Assign and any(
+                        type(t) is ast.Name and t.id in ("model", "queryset") for t in statement.targets):
+                    # A form, serializer or view bound to a model writes it on behalf of users.
+                    model = terminal_name(statement.value) if type(statement.value) in (ast.Name, ast.Attribute) \
+                        else self.model_of(statement.value)
+                    if model:
+                        self.module.model_writes.add(model)
+        self.class_bases_stack.append(bases)
         self.task_class = "Task" in bases
         for statement in node.body:
             self.class_methods = methods
             self.statement(statement)
         is_task_class = self.task_class
+        self.class_bases_stack.pop()
         self.class_methods, self.class_name, self.task_class = saved
         if is_task_class and "run" in methods and _sets_soft_limit(node.body):
             methods["run"].soft_limit = "class"
@@ -429,7 +485,7 @@ class _Collector:
         stack = [(root, None, in_loop)]
         pop = stack.pop
         push = stack.append
-        references = self.reference_models
+        references = self.reference_models or self.infer
         pg = self.pg
         while stack:
             node, call, loop = pop()
@@ -451,8 +507,8 @@ class _Collector:
                 call = node
             elif kind is ast.Attribute:
                 if references and node.attr in MANAGERS and id(node) not in self.handled_managers:
-                    model = terminal_name(node.value)
-                    if model in references:
+                    model = self.model_of(node)
+                    if self.is_reference(model):
                         self.function.reference_queries.append(
                             ReferenceQuery(model, node.lineno, node.col_offset + 1, loop, node.end_lineno or node.lineno)
                         )
@@ -489,17 +545,40 @@ class _Collector:
         if current is None or id(current) in self.handled_managers:
             return
         self.handled_managers.add(id(current))
-        model = terminal_name(current.value)
-        if model not in self.reference_models or WRITE_METHODS.intersection(methods):
+        model = self.model_of(current)
+        if WRITE_METHODS.intersection(methods):
+            if model:
+                self.module.model_writes.add(model)
             return
+        if not self.is_reference(model) or CACHED_LOOKUPS.intersection(methods):
+            return  # ContentType.objects.get_for_model(...) and their like are cached by Django itself
         self.function.reference_queries.append(
             ReferenceQuery(model, current.lineno, current.col_offset + 1, in_loop, node.end_lineno or node.lineno)
         )
+
+    def is_reference(self, model: str | None) -> bool:
+        """A model whose read-only queries are recorded: a configured one, or any model while inferring."""
+        if not model:
+            return False
+        return model in self.reference_models or (self.infer and model[:1].isupper())
+
+    def note_write(self, node: ast.Call) -> None:
+        """Models this call writes: `Currency(...)`, `row.save()` on a row of a known model."""
+        func = node.func
+        if type(func) is ast.Name and func.id[:1].isupper():
+            self.module.model_writes.add(self.top.model_aliases.get(func.id) or self.function.model_aliases.get(func.id)
+                                         or func.id)
+        elif type(func) is ast.Attribute and func.attr in ("save", "delete") and type(func.value) is ast.Name:
+            model = self.function.local_types.get(func.value.id)
+            if model:
+                self.module.model_writes.add(model)
 
     def call(self, node: ast.Call, in_loop: bool) -> None:
         func = node.func
         target = call_target(func)
         line = node.lineno
+        if self.infer:
+            self.note_write(node)
         if target is not None:
             self.function.calls.append(Call(target, in_loop, line, node.col_offset + 1))
             if self.active:
@@ -565,10 +644,9 @@ def collect(
 ) -> ModuleFacts:
     """Facts of one parsed module."""
     module = ModuleFacts(path, display)
-    if b"oft_time_limit" in source or b"OFT_TIME_LIMIT" in source:
-        match = SOFT_LIMIT_SETTING.search(source)
-        if match:
-            module.soft_limit_setting = source.count(b"\n", 0, match.start()) + 1
+    module.soft_limit_setting = setting_line(tree, source)
+    if b"objects" in source or b"get_queryset" in source:
+        module.queryset_helpers = queryset_helpers(tree)
     collector = _Collector(module, reference_models, source, task_decorators)
     collector.body(tree.body)
     for classes_methods in module.classes.values():

@@ -76,9 +76,14 @@ class FunctionFacts:
     wraps_task: bool = False
     #: Where this task's own soft limit is set ("decorator", "class"), or None.
     soft_limit: str | None = None
+    #: A decorator of the project's own was called with soft_time_limit=: the task's limit, once it resolves.
+    decorator_soft_limit: bool = False
+    #: Only queues tasks, writes CSV or log lines, or builds collections: nothing a row could fail on.
+    no_row_work: bool = False
     decorators: list[Target] = field(default_factory=list)  # resolved later: a project's own task decorators
     bulk_writes: list[tuple[int, str]] = field(default_factory=list)  # (line, first argument) of .bulk_update()/.bulk_create()
     local_types: dict[str, str] = field(default_factory=dict)  # name -> model class name, where known
+    model_aliases: dict[str, str] = field(default_factory=dict)  # `Invoice = apps.get_model(...)`: name -> "Invoice"
     local_defs: dict[str, FunctionFacts] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
@@ -103,5 +108,16 @@ class ModuleFacts:
     mentions_pg_stat: bool = False
     #: Line of a project-wide soft time limit (task_soft_time_limit, CELERY_TASK_SOFT_TIME_LIMIT), or 0.
     soft_limit_setting: int = 0
+    #: Module-level name -> the call target of the class it holds an instance of (`retry = retryable_task()`).
+    instances: dict[str, Target] = field(default_factory=dict)
+    #: Functions and methods whose return value is a queryset (`return Invoice.objects.filter(...)`).
+    queryset_helpers: frozenset[str] = frozenset()
+    #: What the module's path says it is: "app", "test", "migration", "seed" or "admin" (reference_data.module_role).
+    role: str = "app"
+    #: Model classes the module defines (in a models module), and models it writes in any way the audit sees.
+    model_classes: set[str] = field(default_factory=set)
+    model_writes: set[str] = field(default_factory=set)
+    #: True when reference models were inferred, not configured: every read-only manager query is recorded.
+    infer_references: bool = False
     #: Class name -> its base class names, for task classes and model classes.
     class_bases: dict[str, list[str]] = field(default_factory=dict)

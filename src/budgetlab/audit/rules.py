@@ -21,6 +21,8 @@ class Rule:
     anchor: str
     #: SARIF level when the finding does not choose its own ("error", "warning", "note").
     severity: str = "warning"
+    #: Where a finding of this rule is raised to an error instead, as the severity table says it; "" if never.
+    error_when: str = ""
 
     @property
     def help_uri(self) -> str:
@@ -55,6 +57,8 @@ RULES: dict[str, Rule] = {
             "A catch-all handler in a task's per-item code also swallows "
             "SoftTimeLimitExceeded.",
             "bl002-a-catch-all-that-swallows-the-soft-limit",
+            error_when="in a task whose own decorator or class sets `soft_time_limit` "
+            "(a warning where the limit comes from a project-wide setting or a worker flag)",
         ),
         Rule(
             "BL003",

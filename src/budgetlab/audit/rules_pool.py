@@ -40,23 +40,34 @@ def pool_settings(source: bytes) -> list[tuple[int, int, str]]:
 
 
 def launch_pools(display: str, text: str, kind: str) -> list[tuple[Finding, str]]:
-    """(a finding without its message yet, pool) for each worker line of a launch file that picks such a pool."""
+    """(a finding without its message yet, pool word) for each worker line of a launch file that names its pool.
+
+    The word is a pool name or a reference to be resolved (`${POOL:-solo}`,
+    `$POOL`, `{{ .Values.worker.pool }}`); runner.py resolves it against the
+    values the launch files set.
+    """
     lines, commands = read_commands(text, kind)
     found = []
     for command in commands:
         for words in _invocations(command):
-            _, queues = _options(words)
+            texts = [word.text for word in words]
             for index, word in enumerate(words):
-                pool = _pool_value(word.text, words[index + 1].text if index + 1 < len(words) else "")
-                if pool in DROPS and not any(silenced(lines[n - 1], "BL006") for n in
-                                             range(command.anchor_line, command.last_line + 1) if n <= len(lines)):
-                    found.append((Finding(display, word.line, word.column, "BL006", _queue_phrase(queues),
+                pool = _pool_value(texts, index)
+                if pool and (pool in DROPS or "$" in pool or "{{" in pool) and not any(
+                        silenced(lines[n - 1], "BL006") for n in
+                        range(command.anchor_line, command.last_line + 1) if n <= len(lines)):
+                    found.append((Finding(display, word.line, word.column, "BL006", _queue_phrase(_options(words)[1]),
                                           end_line=command.last_line), pool))
     return found
 
 
-def _pool_value(text: str, following: str) -> str | None:
+def _pool_value(texts: list[str], index: int) -> str | None:
+    text = texts[index]
     if text in ("-P", "--pool"):
+        following = texts[index + 1] if index + 1 < len(texts) else ""
+        if following in ("{{", "{{-"):  # an unquoted Helm expression split into words: join it again
+            end = next((n for n in range(index + 1, len(texts)) if texts[n] in ("}}", "-}}")), len(texts) - 1)
+            return " ".join(texts[index + 1 : end + 1])
         return following
     for prefix in ("--pool=", "-P"):
         if text.startswith(prefix) and len(text) > len(prefix):
@@ -76,6 +87,7 @@ def declared_soft_limits(modules: list[ModuleFacts], worker_limits: list[str]) -
     return found
 
 
-def message(who: str, pool: str, declared: list[str]) -> str:
+def message(who: str, pool: str, declared: list[str], source: str | None = None) -> str:
     count = f"{len(declared)} declared soft limits" if len(declared) > 1 else "a declared soft limit"
-    return f"{who} runs the {pool} pool, which {DROPS[pool]}: {count} (e.g. {declared[0]}) never apply"
+    named = f" ({source})" if source else ""
+    return f"{who} runs the {pool} pool{named}, which {DROPS[pool]}: {count} (e.g. {declared[0]}) never apply"

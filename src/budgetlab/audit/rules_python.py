@@ -8,6 +8,8 @@ from pathlib import Path
 from budgetlab.audit.callgraph import Project, per_item, task_reach
 from budgetlab.audit.findings import Finding
 from budgetlab.audit.pyrecords import Call, FunctionFacts, ModuleFacts
+from budgetlab.audit.reference_data import inferred_reference_models
+from budgetlab.audit.soft_limits import applies, scope
 
 _MAX_DEPTH = 8
 # BL003 follows calls from a task at most this far: task -> helper -> helper.
@@ -20,12 +22,17 @@ def _where(facts: FunctionFacts) -> str:
     return f"`{facts.qualname}`"
 
 
-def _loop_at(origin: tuple, here: FunctionFacts) -> str:
-    """"line 40" for a loop in the same file, "tasks.py:40" for one elsewhere (the title stays short)."""
+def _loop_at(origin: tuple, here: FunctionFacts, named: FunctionFacts | None = None) -> str:
+    """"line 40 of `sweep`" for a loop in the same file, "tasks.py:40 in `sweep`" for one elsewhere.
+
+    The function that holds the loop is named, as the task that runs it may be
+    a caller further up; not when it is the function the message names already.
+    """
     caller, call = origin
+    holder = "" if caller is named else f" of {_where(caller)}"
     if caller.module is here.module:
-        return f"line {call.line}"
-    return f"{Path(caller.module.display).name}:{call.line}"
+        return f"line {call.line}{holder}"
+    return f"{Path(caller.module.display).name}:{call.line}{holder.replace(' of ', ' in ')}"
 
 
 def check_python(
@@ -40,7 +47,7 @@ def check_python(
     findings: list[Finding] = []
     in_tasks = task_reach(project) if enabled & {"BL002", "BL003"} else {}
     if "BL002" in enabled:
-        findings.extend(swallowed_soft_limit(project, in_tasks, _project_soft_limit(project, worker_limits)))
+        findings.extend(swallowed_soft_limit(project, in_tasks, _soft_limit_sources(project, worker_limits)))
     if "BL003" in enabled:
         findings.extend(unisolated_queryset_loops(project, task_reach(project, _SWEEP_DEPTH)))
     if "BL004" in enabled:
@@ -53,17 +60,32 @@ def check_python(
 # BL002 --------------------------------------------------------------------
 
 
-def _project_soft_limit(project: Project, worker_limits) -> str | None:
-    """Where a soft limit for every task is set: a setting or a worker flag, as "path:line"; None if nowhere."""
+def _soft_limit_sources(project: Project, worker_limits) -> list[tuple[Path | None, str]]:
+    """Each project-wide soft limit as (the folder whose tasks it reaches, "setting at path:line").
+
+    A settings module reaches the tasks of its own app (soft_limits.scope); a
+    worker flag in a launch file beside Python modules reaches those, and one
+    in a folder of launch files only (deploy/, docker/) reaches every task.
+    """
+    audited = set(project.by_path)
+    folders = {path.parent for path in audited}
+    sources: list[tuple[Path | None, str]] = []
     for module in project.modules:
         if module.soft_limit_setting:
-            return f"setting at {Path(module.display).name}:{module.soft_limit_setting}"
+            sources.append((scope(module.path, audited),
+                            f"setting at {Path(module.display).name}:{module.soft_limit_setting}"))
     for place in worker_limits:
-        return f"worker flag at {Path(place).name}"
-    return None
+        folder = Path(place.rpartition(":")[0]).resolve().parent
+        sources.append((folder if folder in folders else None, f"worker flag at {Path(place).name}"))
+    return sources
 
 
-def swallowed_soft_limit(project: Project, in_tasks: dict, project_limit: str | None) -> list[Finding]:
+def _limit_for(task: FunctionFacts, sources: list[tuple[Path | None, str]]) -> str | None:
+    """Where the project-wide soft limit that reaches this task is set, or None."""
+    return next((label for folder, label in sources if applies(folder, task.module.path)), None)
+
+
+def swallowed_soft_limit(project: Project, in_tasks: dict, limit_sources: list) -> list[Finding]:
     """Catch-alls in a task's loops, or anywhere in a helper a task calls per item, where a soft limit applies.
 
     A task with soft_time_limit in its decorator or class ranks as an error;
@@ -76,6 +98,7 @@ def swallowed_soft_limit(project: Project, in_tasks: dict, project_limit: str | 
     per_item_in_tasks = per_item(project, list(in_tasks))
     findings = []
     for facts, (task,) in in_tasks.items():
+        project_limit = None if task.soft_limit else _limit_for(task, limit_sources)
         if task.soft_limit:
             severity, limit = "error", f"limit: its {task.soft_limit}"
         elif project_limit:
@@ -89,7 +112,7 @@ def swallowed_soft_limit(project: Project, in_tasks: dict, project_limit: str | 
                     f"a loop of {_where(facts)}, run by task {_where(task)}"
                 )
             elif origin is not None:
-                place = f"{_where(facts)}, run per item by task {_where(task)} (loop at {_loop_at(origin, facts)})"
+                place = f"{_where(facts)}, run per item by task {_where(task)} (loop at {_loop_at(origin, facts, task)})"
             else:
                 continue
             findings.append(
@@ -149,8 +172,9 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
 
 
 def _helper_isolates(project: Project, facts: FunctionFacts, loop) -> bool:
+    """True when the loop's one call isolates the row itself, or does no work a row could fail (astshapes.no_row_work)."""
     callees = project.callees(facts, Call(loop.helper, True, loop.line, loop.column))
-    return any(callee.has_try_handler for callee in callees)
+    return any(callee.has_try_handler or callee.no_row_work for callee in callees)
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:
@@ -163,9 +187,12 @@ def _short(node: ast.AST, limit: int = 60) -> str:
 
 def reference_queries_per_item(project: Project) -> list[Finding]:
     """Queries on reference models inside a loop or in a function called per item."""
-    holders = [facts for module in project.modules for facts in module.functions if facts.reference_queries]
+    holders = [facts for module in project.modules if module.role in ("app", "admin")
+               for facts in module.functions if facts.reference_queries]
     if not holders:
         return []
+    # Modules read with no configured list recorded every read-only query; keep those on inferred models.
+    inferred = inferred_reference_models(project.modules) if any(m.infer_references for m in project.modules) else None
     everyone = [facts for module in project.modules for facts in module.functions]
     per_item_functions = per_item(project, everyone, stop=lambda facts: facts.is_cached)
     findings = []
@@ -174,6 +201,8 @@ def reference_queries_per_item(project: Project) -> list[Finding]:
             continue
         origin = per_item_functions.get(facts)
         for query in facts.reference_queries:
+            if facts.module.infer_references and query.model not in inferred:
+                continue
             if query.in_loop:
                 place = "inside a loop"
             elif origin is not None:

@@ -10,10 +10,11 @@ from pathlib import Path
 from budgetlab.audit.config import ConfigError, load_config
 from budgetlab.audit.discovery import walk
 from budgetlab.audit.findings import AuditResult, Finding, Skipped
+from budgetlab.audit.launch_values import LaunchValues
 from budgetlab.audit.noqa import silenced
 from budgetlab.audit.pyfacts import collect
 from budgetlab.audit.rules_launch import check_launch_file
-from budgetlab.audit.rules_pool import declared_soft_limits, launch_pools, message, pool_settings
+from budgetlab.audit.rules_pool import DROPS, declared_soft_limits, launch_pools, message, pool_settings
 from budgetlab.audit.rules_python import check_python
 from budgetlab.audit.rules_redelivery import check_redelivery
 from budgetlab.audit.sources import (
@@ -77,6 +78,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
     modules = []
     python_sources: dict[str, tuple[bytes, object]] = {}
     pools: list[tuple[Finding, str, object]] = []  # BL006 candidates: where a worker picks its pool, and which
+    values = LaunchValues()  # what launch files set variables to, for a pool named through one
     for absolute, kind, config in work:
         display = display_path(absolute, cwd)
         if kind is None:
@@ -104,6 +106,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             del tree
         else:
             pools.extend((finding, pool, config) for finding, pool in launch_pools(display, text, kind))
+            values.read(display, text, kind)
             findings = check_launch_file(display, text, kind, worker_limits)
             if "BL001" in config.enabled and findings:
                 result.findings.extend(findings)
@@ -122,18 +125,27 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             if any(silenced(line, finding.code) for line in statement):
                 continue
             result.findings.append(_character_column(finding, statement[0] if statement else ""))
-    result.findings.extend(_pool_findings(pools, modules, worker_limits, python_sources, result))
+    result.findings.extend(_pool_findings(pools, values, modules, worker_limits, python_sources, result))
     result.findings = sorted(set(result.findings))
     result.skipped.sort()
     return result
 
 
-def _pool_findings(pools, modules, worker_limits, python_sources, result) -> list[Finding]:
-    """BL006: each worker on a pool that drops the limits, once the tree declares soft limits at all."""
-    chosen = [(finding, pool) for finding, pool, config in pools if "BL006" in config.enabled]
+def _pool_findings(pools, values, modules, worker_limits, python_sources, result) -> list[Finding]:
+    """BL006: each worker on a pool that drops the limits, once the tree declares soft limits at all.
+
+    A pool named through a variable or a Helm value counts with each value a launch file gives it.
+    """
+    chosen = []
+    for finding, word, config in pools:
+        if "BL006" not in config.enabled:
+            continue
+        dropping = [(pool, source) for pool, source in values.resolve(word) if pool in DROPS]
+        if dropping:
+            chosen.append((finding, dropping[0]))
     declared = declared_soft_limits(modules, worker_limits) if chosen else []
     found = []
-    for finding, pool in chosen if declared else []:
+    for finding, (pool, source) in chosen if declared else []:
         if finding.path in python_sources:
             lines = result.sources.get(finding.path)
             if lines is None:
@@ -142,7 +154,7 @@ def _pool_findings(pools, modules, worker_limits, python_sources, result) -> lis
                 continue
         else:
             result.sources.setdefault(finding.path, [])
-        found.append(dataclasses.replace(finding, message=message(finding.message, pool, declared)))
+        found.append(dataclasses.replace(finding, message=message(finding.message, pool, declared, source)))
     return found
 
 

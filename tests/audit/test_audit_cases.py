@@ -1,0 +1,80 @@
+"""Cases met on code bases outside the project, each audited on its own: the findings they must give, or none.
+
+Each folder under fixtures/cases is a small tree with one shape seen in a
+real code base (issue 28): a name that only looks like Celery's setting, a
+limit set for another app, a pool named through a variable, a queryset from
+a helper. The table says every finding the folder gives, with a fragment its
+message must hold; a folder with no entry must give none.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from budgetlab.audit import audit
+
+# case -> [(file, line, code, fragment of the message)]
+EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
+    # Only Celery's own ways of setting the soft limit count.
+    "serializer_field": [],
+    "dict_key": [],
+    "off_by_default": [],
+    "django_project": [("billing/tasks.py", 9, "BL002", "setting at settings.py:3")],
+    "app_conf": [("tasks.py", 9, "BL002", "setting at celery_app.py:4")],
+    # A settings module reaches the tasks of its own app only.
+    "two_apps": [("one/tasks.py", 9, "BL002", "setting at settings.py:3")],
+    # The function that holds the loop is named, beside the task that runs it.
+    "loop_holder": [("tasks.py", 7, "BL002", "loop at line 13 of `push_group`")],
+    # A pool named through a variable: its shell default, a Dockerfile ENV, compose environment, a Helm value.
+    "pool_default": [("worker.sh", 2, "BL006", "solo pool (the default of ${POOL:-solo})")],
+    "pool_dockerfile_env": [("Dockerfile", 4, "BL006", "solo pool (WORKER_POOL_KIND set at Dockerfile:2)")],
+    "pool_compose_env": [("docker-compose.yml", 6, "BL006", "threads pool (CELERY_POOL set at docker-compose.yml:5)")],
+    "pool_helm_values": [("chart/templates/worker.yaml", 8, "BL006", "gevent pool (.Values.worker.pool at values.yaml:3)")],
+    # A value the image sets wins over the script's fallback.
+    "pool_env_prefork": [],
+    # A loop over what a helper of the module returns is a loop over a queryset.
+    "helper_queryset": [("tasks.py", 12, "BL003", "`for invoice in overdue_invoices()`")],
+    # The loop's one call, on a model from apps.get_model, only queues a task per row: nothing to isolate.
+    "get_model_enqueue": [],
+    # Tasks made by a class-based decorator, called in place or through an instance, with its soft_time_limit.
+    "class_decorator": [("tasks.py", 11, "BL002", "limit: its decorator"),
+                        ("tasks.py", 17, "BL003", "task `close_stale`"),
+                        ("tasks.py", 23, "BL003", "task `reopen_all`")],
+    # A catch-all in a method of an object the task's loop calls.
+    "method_in_loop": [("tasks.py", 8, "BL002", "`Importer.import_row`, run per item by task `import_rows`")],
+    # A loop over .iterator() that only writes CSV rows does no per-row work.
+    "csv_export": [],
+    # With no reference-models: a model a data migration fills and application code never writes is reference
+    # data; a model the application writes is not; ContentType's lookups are cached by Django; tests are skipped.
+    "reference_inferred": [("books/tasks.py", 11, "BL004", "reference data `Currency` read inside a loop")],
+    # The same models with no migration or seed script behind them: nothing is inferred.
+    "reference_no_evidence": [],
+}
+
+CASES = Path(__file__).parent / "fixtures" / "cases"
+
+
+def test_every_case_folder_has_an_entry():
+    """A folder added without its expectation would pass whatever it gives."""
+    folders = {path.name for path in CASES.iterdir() if path.is_dir()}
+    assert folders == set(EXPECTED), f"folders without an entry: {sorted(folders - set(EXPECTED))}, " \
+                                     f"entries without a folder: {sorted(set(EXPECTED) - folders)}"
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_case_gives_exactly_its_findings(tmp_path, case):
+    """The case's folder, audited alone with no configuration, gives the expected findings and no other."""
+    root = tmp_path / case
+    shutil.copytree(CASES / case, root)
+    result = audit([str(root)])
+    found = sorted(
+        (Path(f.path).resolve().relative_to(root.resolve()).as_posix(), f.line, f.code, f.message)
+        for f in result.findings
+    )
+    expected = sorted(EXPECTED[case])
+    assert [item[:3] for item in found] == [item[:3] for item in expected], f"{case}: got {found}"
+    for (_, _, _, message), (_, _, _, fragment) in zip(found, expected):
+        assert fragment in message, f"{case}: {fragment!r} not in {message!r}"
