@@ -10,6 +10,7 @@ loaded side by side, with the load average seen during each half.
 
     python benchmarks/grader_stability.py                  # every lab, 5 quiet and 3 loaded runs each
     python benchmarks/grader_stability.py --quiet 1 --loaded 1 --labs 4,5
+    python benchmarks/grader_stability.py --variants       # every wrong fix and alternative too
     python benchmarks/grader_stability.py --quiet 0 --loaded 0 --side-by-side 2   # checks at once, as the suite runs them
 
 "Side by side" runs each lab and target S times with --jobs checks at once
@@ -33,8 +34,9 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from budgetlab import labs
+from budgetlab import labs, targets, variants
 
 EXPECTED = {"labs": 1, "solutions": 0}
 BUSY_LOOPS = 2
@@ -98,22 +100,34 @@ class BusyLoops:
             proc.wait()
 
 
-def run_condition(numbers: list[int], repeats: int, condition: str, results: dict, jobs: int = 1) -> None:
-    """Run every lab and target `repeats` times, `jobs` checks at once; record and print each run as it ends."""
-    todo = [(number, target) for number in numbers for _ in range(repeats) for target in EXPECTED]
+def cases(numbers: list[int], with_variants: bool, scratch: Path) -> dict[tuple[int, str], tuple[str, int]]:
+    """Return (lab, name) -> (the --target argument, the exit code a check must give) for every case to run."""
+    found = {(number, name): (name, expected) for number in numbers for name, expected in EXPECTED.items()}
+    if with_variants:
+        for number in numbers:
+            lab = labs.get(number)
+            for variant in variants.load(lab):
+                tree = targets.resolve(variants.build(lab, variant, scratch))
+                found[(number, variant.name)] = (tree.argument, variant.expected_exit)
+    return found
+
+
+def run_condition(todo_cases: dict, repeats: int, condition: str, results: dict, jobs: int = 1) -> None:
+    """Run every case `repeats` times, `jobs` checks at once; record and print each run as it ends."""
+    todo = [key for key in todo_cases for _ in range(repeats)]
 
     def one(item: tuple[int, str]) -> None:
         number, target = item
-        expected = EXPECTED[target]
+        argument, expected = todo_cases[item]
         load = os.getloadavg()[0]
-        wall, code, last, failed = check(number, target)
+        wall, code, last, failed = check(number, argument)
         runs = results.setdefault((number, target, condition), Runs())
         runs.walls.append(wall)
         runs.loads.append(load)
         flipped = code != expected
         if flipped:
             runs.flips.append(f"exit {code}: {'; '.join(failed) if expected == 0 and failed else last}")
-        print(f"  lab {number} {target:<9} {condition:<6} {wall:5.1f} s  exit {code}"
+        print(f"  lab {number} {target:<9.32} {condition:<6} {wall:5.1f} s  exit {code}"
               f"{'  FLIP (want ' + str(expected) + ')' if flipped else ''}  load {load:.1f}  {last}",
               flush=True)
 
@@ -131,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="checks at once in the side-by-side runs (default: the machine's cores)")
     parser.add_argument("--labs", default="", help="comma-separated lab numbers (default: every lab)")
+    parser.add_argument("--variants", action="store_true",
+                        help="also every wrong fix (must fail) and alternative (must pass) of each lab")
     args = parser.parse_args(argv)
     known = [lab.number for lab in labs.load()]
     try:
@@ -146,34 +162,45 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
 
+    with tempfile.TemporaryDirectory(prefix="stability-variants-") as scratch:
+        todo = cases(numbers, args.variants, Path(scratch))
+        results = measure(todo, args)
+    return report(todo, results, args)
+
+
+def measure(todo: dict, args) -> dict[tuple[int, str, str], Runs]:
+    """Run every case quiet, loaded and side by side, as many times as asked; return the runs by case and condition."""
     results: dict[tuple[int, str, str], Runs] = {}
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start", flush=True)
-    run_condition(numbers, args.quiet, "quiet", results)
+    run_condition(todo, args.quiet, "quiet", results)
     if args.loaded:
         with BusyLoops():
-            run_condition(numbers, args.loaded, "loaded", results)
+            run_condition(todo, args.loaded, "loaded", results)
     if args.side_by_side:
         started = time.perf_counter()
-        run_condition(numbers, args.side_by_side, "beside", results, jobs=args.jobs)
-        print(f"side by side: {len(numbers) * len(EXPECTED) * args.side_by_side} checks, {args.jobs} at once, "
+        run_condition(todo, args.side_by_side, "beside", results, jobs=args.jobs)
+        print(f"side by side: {len(todo) * args.side_by_side} checks, {args.jobs} at once, "
               f"in {time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.1f} at the end", flush=True)
+    return results
 
+
+def report(todo: dict, results: dict, args) -> int:
+    """Print the table and every flip; return 1 when any run flipped."""
     conditions = [("quiet", QUIET_TARGET, f"quiet (median <= {QUIET_TARGET:g} s)"),
                   ("loaded", LOADED_TARGET, f"loaded, {BUSY_LOOPS} busy loops (median <= {LOADED_TARGET:g} s)")]
     if args.side_by_side:
         # A check sharing the machine with others is held to the loaded target.
         conditions.append(("beside", LOADED_TARGET, f"{args.jobs} at once (median <= {LOADED_TARGET:g} s)"))
-    print(f"\n{'':16} " + "".join(f"{title:<40}" for _, _, title in conditions))
-    print(f"{'':16} " + "".join(f"{'flips  median    max   load':<40}" for _ in conditions))
+    print(f"\n{'':32} " + "".join(f"{title:<40}" for _, _, title in conditions))
+    print(f"{'':32} " + "".join(f"{'flips  median    max   load':<40}" for _ in conditions))
     flips = 0
-    for number in numbers:
-        for target in EXPECTED:
-            cells = []
-            for condition, goal, _title in conditions:
-                runs = results.get((number, target, condition), Runs())
-                flips += len(runs.flips)
-                cells.append(runs.summary(goal).ljust(40))
-            print(f"lab {number} {target:<10} {''.join(cells)}")
+    for number, target in todo:
+        cells = []
+        for condition, goal, _title in conditions:
+            runs = results.get((number, target, condition), Runs())
+            flips += len(runs.flips)
+            cells.append(runs.summary(goal).ljust(40))
+        print(f"lab {number} {target[:26]:<26} {''.join(cells)}")
     for (number, target, condition), runs in sorted(results.items()):
         for flip in runs.flips:
             print(f"flip: lab {number} {target} {condition}: {flip}")
