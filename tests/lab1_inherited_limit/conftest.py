@@ -5,9 +5,10 @@ checks share three fleets instead of starting one per check: the
 container as deployed, the container with the budget overridden from the
 environment, and a copy whose settings.py says another default budget (a
 reviewer's edit, which must change what the transactional queues get).
-Every probe is sent as soon as its fleet is ready, and one fleet's probes
-run while the next one starts; each check then waits only for its own
-fleet and probes. A probe meant to be killed sleeps half as long again as the hard
+Every probe is sent as soon as its fleet is ready, and the first fleet's
+probes run while the second one starts; each check then waits only for
+its own fleet and probes. The third fleet starts when its check asks for
+it, after the timed probes of the others have settled. A probe meant to be killed sleeps half as long again as the hard
 limit, so that a late timer on a busy machine still catches it.
 """
 
@@ -45,7 +46,7 @@ def probes(target_dir, tmp_path_factory):
     overridden = Fleet(target_dir, logs / "overridden.log",
                        {SOFT_VARIABLE: f"{OVERRIDE_SOFT:g}", HARD_VARIABLE: f"{OVERRIDE_HARD:g}"})
     copy = with_changed_budget(target_dir, tmp_path_factory.mktemp("lab1-changed"))
-    changed = Fleet(copy.root, logs / "changed.log")
+    changed = Fleet(copy.root, logs / "changed.log", lazy=True)
     found = Probes(deployed, overridden, changed, copy.how)
 
     def send(fleet: Fleet) -> None:

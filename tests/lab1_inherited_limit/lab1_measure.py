@@ -75,9 +75,12 @@ class Outcome:
 class Fleet:
     """One run of the target's entrypoint.sh: five masters, one per queue, on a rig of its own."""
 
-    def __init__(self, target_dir: Path, log: Path, overrides: dict[str, str] | None = None):
+    def __init__(self, target_dir: Path, log: Path, overrides: dict[str, str] | None = None, lazy: bool = False):
         self.target_dir, self.log = target_dir, log
         self.overrides = dict(overrides or {})
+        # A lazy fleet starts only once a check asks for it: its start then loads no other fleet's probes.
+        self.lazy = lazy
+        self.wanted = threading.Event()
         # A rig each: both fleets consume the same queue names, so each needs a broker of its own.
         self.rig = Rig(target_dir, label="lab1")
         self.name = f"check-{uuid.uuid4().hex[:6]}"
@@ -105,6 +108,7 @@ class Fleet:
 
     def require(self) -> None:
         """Wait until the fleet has started and its probes are sent; raise when it could not start."""
+        self.wanted.set()
         self.ready.wait()
         if self.failure is not None:
             raise self.failure
@@ -192,8 +196,9 @@ def start_one_after_another(fleets: list[Fleet], then):
     Starting is CPU-bound, so one fleet at a time gets the first one ready
     sooner: its probes run while the next fleet starts, and a check waits
     (`Fleet.require`) only for the fleet it reads, so no single check's
-    time covers every start. Returns a function that lets no further fleet
-    start and waits for the one starting, to call before stopping them.
+    time covers every start. A lazy fleet waits until a check asks for it.
+    Returns a function that lets no further fleet start and waits for the
+    one starting, to call before stopping them.
     """
     cancelled = threading.Event()
 
@@ -201,6 +206,8 @@ def start_one_after_another(fleets: list[Fleet], then):
         error = failure = None
         for fleet in fleets:
             try:
+                if fleet.lazy:
+                    fleet.wanted.wait()
                 if error or failure or cancelled.is_set():
                     # The same entrypoint would fail the same way; say so at once instead of waiting again.
                     fleet.error, fleet.failure = error or "the checks ended before this fleet started", failure
@@ -219,6 +226,8 @@ def start_one_after_another(fleets: list[Fleet], then):
 
     def finish() -> None:
         cancelled.set()
+        for fleet in fleets:
+            fleet.wanted.set()
         thread.join()
     return finish
 
