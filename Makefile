@@ -55,7 +55,7 @@ test: venv venv-celery57 ## Set up everything and run the whole suite
 QUICK_MARKERS := not stack and not slow and not browser and not external
 NOWHERE := DATABASE_URL=postgresql://quick@127.0.0.1:9/none REDIS_URL=redis://127.0.0.1:9/0
 
-test-quick: venv ## Run every test that needs no stack and no worker, in under 2 minutes
+test-quick: venv ## Run every test that needs no stack and no live worker (the quick loop)
 	@$(NOWHERE) $(BIN)/python -m pytest -q -m "$(QUICK_MARKERS)" --durations=15 $(PYTEST_ARGS)
 
 test-external: ## make test, then the external tests again on this machine's PostgreSQL 15 and Redis 7 (what CI runs)
