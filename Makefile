@@ -14,7 +14,7 @@ VENV57 := .venv-celery57
 STAMP57 := $(VENV57)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help workshop test test-external venv venv-celery57 stack-up stack-down docs docs-build readme bench clean clean-venv
+.PHONY: help workshop test test-quick test-external venv venv-celery57 stack-up stack-down docs docs-build readme bench clean clean-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,15 @@ workshop: venv ## Set up everything, start the stack, and show the labs
 
 test: venv venv-celery57 ## Set up everything and run the whole suite
 	@$(BIN)/python -m budgetlab.commands.testrun $(PYTEST_ARGS)
+
+# The quick loop: every test that needs no stack and no live worker (the `stack`, `slow`, `browser` and
+# `external` ones wait for `make test`). Its servers answer nowhere, so a test that needs one and is not
+# marked fails here at once instead of quietly using a stack that happens to run.
+QUICK_MARKERS := not stack and not slow and not browser and not external
+NOWHERE := DATABASE_URL=postgresql://quick@127.0.0.1:9/none REDIS_URL=redis://127.0.0.1:9/0
+
+test-quick: venv ## Run every test that needs no stack and no live worker (the quick loop)
+	@$(NOWHERE) $(BIN)/python -m pytest -q -m "$(QUICK_MARKERS)" --durations=15 $(PYTEST_ARGS)
 
 test-external: ## make test, then the external tests again on this machine's PostgreSQL 15 and Redis 7 (what CI runs)
 	@BUDGETLAB_EXTERNAL=1 $(MAKE) --no-print-directory test

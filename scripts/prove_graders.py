@@ -1,6 +1,6 @@
 """Prove a lab's graders: the solution passes, the starter fails, every wrong fix fails, every alternative passes.
 
-Usage: python scripts/prove_graders.py [-j JOBS] N [N ...]
+Usage: python scripts/prove_graders.py [-j JOBS] [--skip-transcribed] N [N ...]
 (prints one line per case as it ends; exit 1 if any case disagrees)
 
 Wrong fixes and alternatives are declared in each lab's variants file
@@ -11,6 +11,12 @@ budgetlab.variants; scripts/variant_patch.py writes the patches).
 Every case is its own `budgetlab check`, with its own rig (scratch database,
 Redis lease, queues, workers) and its own progress folder, so cases run side
 by side: as many at once as the machine has cores, unless -j says otherwise.
+
+With --skip-transcribed the solution and starter cases are left out for a lab
+that declares the transcripts labN-check-solution and labN-check-starter: the
+suite's transcript test re-runs those very checks (`budgetlab check N
+--target solutions` must exit 0, `budgetlab check N` exit 1), so within
+`make test` each of them runs once and serves both.
 """
 
 from __future__ import annotations
@@ -51,11 +57,22 @@ def check(case: Case, state: Path) -> tuple[int, str]:
     return result.returncode, (lines[-1] if lines else result.stderr.strip())
 
 
-def cases(number: int, scratch: Path) -> list[Case]:
-    """The solution, the starter, and every declared variant built into `scratch`."""
+def transcribed(lab: labs.Lab) -> bool:
+    """Whether the lab's transcripts include both checks a proof's solution and starter cases run."""
+    declared = {Path(path).stem for path in lab.transcripts}
+    return {f"lab{lab.number}-check-solution", f"lab{lab.number}-check-starter"} <= declared
+
+
+def cases(number: int, scratch: Path, skip_transcribed: bool = False) -> list[Case]:
+    """The solution, the starter (unless a transcript test runs them), and every declared variant built into `scratch`."""
     lab = labs.get(number)
-    found = [Case(number, "solution", targets.resolve("solutions"), 0, False),
-             Case(number, "starter", targets.learners(), 1, True)]
+    found = []
+    if skip_transcribed and transcribed(lab):
+        print(f"lab {number} ..   solution and starter: their checks are the transcript tests "
+              f"lab{number}-check-solution and lab{number}-check-starter", flush=True)
+    else:
+        found += [Case(number, "solution", targets.resolve("solutions"), 0, False),
+                  Case(number, "starter", targets.learners(), 1, True)]
     for variant in variants.load(lab):
         tree = targets.resolve(variants.build(lab, variant, scratch / lab.slug))
         found.append(Case(number, f"{variant.kind} {variant.name}", tree, variant.expected_exit,
@@ -63,10 +80,10 @@ def cases(number: int, scratch: Path) -> list[Case]:
     return found
 
 
-def prove(numbers: list[int], jobs: int) -> bool:
+def prove(numbers: list[int], jobs: int, skip_transcribed: bool = False) -> bool:
     """Run every case of these labs, `jobs` at a time; print each as it ends; True when all agree."""
     with tempfile.TemporaryDirectory(prefix="prove-") as scratch:
-        todo = [case for number in numbers for case in cases(number, Path(scratch))]
+        todo = [case for number in numbers for case in cases(number, Path(scratch), skip_transcribed)]
 
         def run(indexed: tuple[int, Case]) -> bool:
             index, case = indexed
@@ -86,17 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                         help="cases at once (default: the machine's cores)")
+    parser.add_argument("--skip-transcribed", action="store_true",
+                        help="leave out the solution and starter cases the transcript tests run")
     parser.add_argument("labs", nargs="*", help="lab numbers (default: every lab)")
     args = parser.parse_args(argv)
     wrong = [arg for arg in args.labs if not arg.isdigit() or int(arg) not in known]
     if wrong or args.jobs < 1:
-        print("usage: prove_graders.py [-j JOBS] [LAB ...]; " + (
+        print("usage: prove_graders.py [-j JOBS] [--skip-transcribed] [LAB ...]; " + (
               f"no lab {', '.join(wrong)} (the labs are {', '.join(map(str, known))})" if wrong
               else "-j takes 1 or more"), file=sys.stderr)
         return 2
     numbers = [int(arg) for arg in args.labs] or known
     try:
-        return 0 if prove(numbers, args.jobs) else 1
+        return 0 if prove(numbers, args.jobs, args.skip_transcribed) else 1
     except BudgetlabError as exc:  # a variants file or patch that does not fit its base
         print(f"error: {exc}", file=sys.stderr)
         return 2

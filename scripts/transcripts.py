@@ -22,6 +22,7 @@ Usage:
     python scripts/transcripts.py            # regenerate every transcript
     python scripts/transcripts.py NAME ...   # regenerate only these
     python scripts/transcripts.py --check    # compare, write nothing, exit 1 on drift
+    python scripts/transcripts.py -j 1 ...   # one command at a time (default: one per core)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -325,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="transcripts to process (default: all)")
     parser.add_argument("--check", action="store_true", help="compare with real runs, write nothing")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                        help="commands at once (default: the machine's cores)")
     args = parser.parse_args(argv)
 
     if UNDECLARABLE:
@@ -341,23 +345,28 @@ def main(argv: list[str] | None = None) -> int:
         print("no transcripts listed in scripts/transcripts.py yet")
         return 0
 
-    drifted = 0
-    for entry in entries:
+    def one(entry: Transcript) -> tuple[str, bool]:
+        """Process one entry; return what to print and whether it drifted. Raises TranscriptError."""
         reason = unavailable_reason(entry)
         if reason:
-            print(f"skip  {entry.name}: {reason}")
-            continue
+            return f"skip  {entry.name}: {reason}", False
+        if args.check:
+            diff = compare(entry)
+            return (f"DRIFT {entry.name}\n{diff}", True) if diff else (f"ok    {entry.name}", False)
+        return f"wrote {write(entry).relative_to(ROOT)}", False
+
+    # Each command is a check or run with a rig and a progress folder of its own, so they run side by side.
+    drifted = 0
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(one, entry) for entry in entries]
         try:
-            if args.check:
-                diff = compare(entry)
-                if diff:
-                    drifted += 1
-                    print(f"DRIFT {entry.name}\n{diff}")
-                else:
-                    print(f"ok    {entry.name}")
-            else:
-                print(f"wrote {write(entry).relative_to(ROOT)}")
+            for future in as_completed(futures):
+                line, drift = future.result()
+                drifted += drift
+                print(line, flush=True)
         except TranscriptError as exc:
+            for future in futures:
+                future.cancel()
             print(f"error: {exc}", file=sys.stderr)
             return 1
     if drifted:

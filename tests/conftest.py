@@ -18,6 +18,21 @@ if not GRADING:
     # Pristine labs fail their graders by design; tests/maintainers runs them through the CLI.
     collect_ignore_glob += ["lab[0-9]_*"]
 
+# Fixtures that need the running stack or start a live worker: the grading plugin's, the sample lab's
+# CLI (its commands check and run), a private stack. A test that asks for one is a `stack` test, which
+# `make test-quick` leaves to `make test`; a module that reaches the stack by itself says so in pytestmark.
+LIVE_FIXTURES = {"rig", "start_worker", "celery_client", "kontor_db", "broker_url", "queue_name", "probe_worker", "cli",
+                 "private_stack"}
+# Tests that run real commands as a learner types them (a transcript re-run is a check or a run).
+LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())) or getattr(item, "originalname", "") in LIVE_TESTS:
+            item.add_marker(pytest.mark.stack)
+
+
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others.
 CANARY_DATABASES = lambda count: [0, *range(3, count, 5)]  # noqa: E731
 

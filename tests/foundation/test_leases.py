@@ -8,6 +8,9 @@ import redis
 from budgetlab.errors import BudgetlabError
 from budgetlab.stack.leases import MARK_KEY, RedisLease
 
+# Leases on the running stack's Redis: not for `make test-quick`.
+pytestmark = pytest.mark.stack
+
 
 def _hold_all() -> list[RedisLease]:
     """Lease every free database; return the leases and leave the server with none free."""

@@ -4,7 +4,12 @@ import os
 import signal
 import threading
 
+import pytest
+
 from budgetlab.stories.lab1 import workers
+
+# Real worker masters on the running stack: not for `make test-quick`.
+pytestmark = pytest.mark.stack
 
 # Longer than one question's 3 s wait for replies, well inside the reader's patience.
 SILENT_FOR = 4.0

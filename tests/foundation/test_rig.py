@@ -15,6 +15,9 @@ from budgetlab import stack
 from budgetlab.harness.rig import Rig
 from budgetlab.stack import process
 
+# Real workers, databases and leases on the running stack: not for `make test-quick`.
+pytestmark = pytest.mark.stack
+
 PROBE = Path(__file__).parent / "probe"
 # Run in a process of its own, so that Ctrl-C reaches a rig as it would reach `budgetlab run`.
 # SIGUSR1 makes it print every thread's stack, for when Ctrl-C does not end it.
@@ -52,7 +55,11 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        name, broker, *pids = proc.stdout.readline().split()
+        first = proc.stdout.readline().split()
+        if len(first) < 3:
+            proc.kill()
+            pytest.fail(f"the rig did not start: {proc.communicate()[1][-2000:]}")
+        name, broker, *pids = first
         assert pids and database_exists(name) and leased(broker), "the rig did not set up its pieces"
         proc.send_signal(signal.SIGINT)
         try:

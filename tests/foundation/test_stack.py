@@ -13,6 +13,9 @@ import pytest
 
 from budgetlab.stack.process import pid_alive
 
+# Each test starts and stops servers of its own, tens of seconds: not for `make test-quick`.
+pytestmark = pytest.mark.stack
+
 
 def budgetlab(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     variables = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}

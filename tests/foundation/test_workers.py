@@ -3,8 +3,13 @@
 import time
 from pathlib import Path
 
+import pytest
+
 from budgetlab.harness.workers import Environment, WorkerTree
 from budgetlab.stack import process
+
+# Real worker trees on the running stack: not for `make test-quick`.
+pytestmark = pytest.mark.stack
 
 PROBE = str(Path(__file__).parent / "probe")
 

@@ -111,12 +111,38 @@ def test_grader_manifest_is_current():
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.slug)
 def test_graders_prove_themselves(lab):
-    """The solution passes, the starter fails, every wrong fix fails and every alternative passes."""
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "prove_graders.py"), str(lab.number)],
-                            capture_output=True, text=True, timeout=1200)
+    """The solution passes, the starter fails, every wrong fix fails and every alternative passes.
+
+    The cases run side by side, one per core. A lab whose transcripts include
+    labN-check-solution and labN-check-starter has those two checks run once,
+    by tests/docs/test_transcripts.py, which fails on their exit codes too.
+    """
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "prove_graders.py"), "--skip-transcribed",
+                             str(lab.number)], capture_output=True, text=True, timeout=1200)
     print(result.stdout)
     disagreements = [line for line in result.stdout.splitlines() if " FAIL " in line]
     assert result.returncode == 0, "\n".join(disagreements) or result.stderr
+
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"budgetlab_scripts_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses needs the module registered while the class bodies run
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.slug)
+def test_a_proof_leaves_out_only_checks_a_transcript_test_runs(lab):
+    """With --skip-transcribed, the solution and starter cases are the transcript entries, same command and exit code."""
+    prove, transcripts = _load_script("prove_graders"), _load_script("transcripts")
+    if not prove.transcribed(lab):
+        pytest.skip(f"lab {lab.number} declares no check transcripts: its proof runs both cases itself")
+    entries = {entry.name: entry for entry in transcripts.TRANSCRIPTS}
+    for kind, target, code in (("solution", ("--target", "solutions"), 0), ("starter", (), 1)):
+        entry = entries[f"lab{lab.number}-check-{kind}"]
+        assert entry.command == ("budgetlab", "check", str(lab.number), *target), entry.command
+        assert entry.exit_code == code, f"{entry.name} expects exit {entry.exit_code}, the proof {code}"
 
 
 @pytest.mark.external
