@@ -129,7 +129,8 @@ def concept_title(path: Path) -> str:
 
 def diagram(labs: list[PageLab]) -> str:
     """The home page's diagram: the labs in order, each with its step in the story."""
-    lines = ["```mermaid", "flowchart TD"]
+    # Drawn at its natural size, like every diagram on the site: on a phone it scrolls instead of shrinking.
+    lines = ["```mermaid", '%%{init: {"flowchart": {"useMaxWidth": false}}}%%', "flowchart TD"]
     for entry in labs:
         lines.append(f'    L{entry.lab.number}["{entry.lab.number} · {entry.theme}"]')
     lines += [f"    L{a.lab.number} --> L{b.lab.number}" for a, b in zip(labs, labs[1:])]
