@@ -50,6 +50,8 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     # With no reference-models: a model a data migration fills and application code never writes is reference
     # data; a model the application writes is not; ContentType's lookups are cached by Django; tests are skipped.
     "reference_inferred": [("books/tasks.py", 11, "BL004", "reference data `Currency` read inside a loop")],
+    # A migration that copies rows from another table moves user data: it seeds nothing.
+    "reference_copied": [],
     # The same models with no migration or seed script behind them: nothing is inferred.
     "reference_no_evidence": [],
 }
