@@ -57,11 +57,30 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"
+# Files several cases hold alike live once in cases/_shared: case -> {path in the case: shared file}.
+_TASK = "catch_all_task.py"
+_POOL = "pool_task.py"
+_BOOKS = {"books/models.py": "books_models.py", "books/tasks.py": "books_tasks.py"}
+SHARED: dict[str, dict[str, str]] = {
+    "serializer_field": {"tasks.py": _TASK},
+    "dict_key": {"tasks.py": _TASK},
+    "off_by_default": {"tasks.py": _TASK},
+    "django_project": {"billing/tasks.py": _TASK},
+    "two_apps": {"one/tasks.py": _TASK, "two/tasks.py": _TASK},
+    "pool_default": {"tasks.py": _POOL},
+    "pool_dockerfile_env": {"tasks.py": _POOL},
+    "pool_compose_env": {"tasks.py": _POOL},
+    "pool_helm_values": {"tasks.py": _POOL},
+    "pool_env_prefork": {"tasks.py": _POOL},
+    "reference_inferred": _BOOKS,
+    "reference_copied": _BOOKS,
+    "reference_no_evidence": _BOOKS,
+}
 
 
 def test_every_case_folder_has_an_entry():
     """A folder added without its expectation would pass whatever it gives."""
-    folders = {path.name for path in CASES.iterdir() if path.is_dir()}
+    folders = {path.name for path in CASES.iterdir() if path.is_dir() and path.name != "_shared"}
     assert folders == set(EXPECTED), f"folders without an entry: {sorted(folders - set(EXPECTED))}, " \
                                      f"entries without a folder: {sorted(set(EXPECTED) - folders)}"
 
@@ -71,6 +90,8 @@ def test_case_gives_exactly_its_findings(tmp_path, case):
     """The case's folder, audited alone with no configuration, gives the expected findings and no other."""
     root = tmp_path / case
     shutil.copytree(CASES / case, root)
+    for inside, shared in SHARED.get(case, {}).items():
+        shutil.copyfile(CASES / "_shared" / shared, root / inside)
     result = audit([str(root)])
     found = sorted(
         (Path(f.path).resolve().relative_to(root.resolve()).as_posix(), f.line, f.code, f.message)
