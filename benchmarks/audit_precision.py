@@ -7,14 +7,17 @@ Run from the repository root, with a folder that holds the code bases:
 
 Each code base is pinned to one commit (TREES below) and lives in
 FOLDER/<name>; the trees are never committed here. The script says which are
-missing and how to get them. A person labelled the findings once, in
-benchmarks/audit_labels.csv: every finding of a rule, or a seeded random 30 of
-them where a rule has more, is true, false or debatable, with a one-line
-reason. The script prints, per rule, how many findings there are, how many of
-them were read and labelled, and the precision (true / labelled); any sampled
-finding without a label is counted and listed, never guessed. A labelled true
-finding that the audit no longer reports is listed as lost. Wall time and lines
-per second are printed beside the figures measured on the audit before issue 16.
+missing and how to get them (--from-mirrors writes them from local bare
+mirrors). A person labelled the findings in benchmarks/audit_labels.csv:
+every finding of a rule, or a seeded random 30 of them where a rule has more,
+is true, false or debatable, with a one-line reason; findings labelled beyond
+the sample count too. The script prints, per rule and per tree, how many
+findings there are, how many were read and labelled, true, false, debatable,
+and the precision, true / (true + false), debatable counted apart and listed
+with their reasons; a sampled finding without a label is counted and listed,
+never guessed. A labelled true finding that the audit no longer reports is
+listed as lost. Wall time and lines per second are printed beside the
+figures measured on the audit before issue 16, where there are such figures.
 
 Exit code: 0 when every tree was present, every sampled finding had a label,
 no true finding was lost, no file was left unread for its syntax, and every
@@ -245,7 +248,7 @@ def precision_rows(keys, labels, codes) -> tuple[list[list[str]], list[str], boo
     met = True
     for code in codes:
         found = [key for key in keys if key[3] == code]
-        read = sample(found)
+        read = _read(found, labels)
         counts = Counter(labels[key][0] for key in read if key in labels)
         unlabelled += [":".join(map(str, key)) for key in read if key not in labels]
         labelled = sum(counts.values())
@@ -260,6 +263,11 @@ def precision_rows(keys, labels, codes) -> tuple[list[list[str]], list[str], boo
     return rows, unlabelled, met
 
 
+def _read(found: list, labels: dict) -> list:
+    """The findings counted: the seeded sample, which must all be labelled, and every other one a person labelled."""
+    return sorted(set(sample(found)) | {key for key in found if key in labels})
+
+
 def tree_rows(keys, labels, codes) -> list[list[str]]:
     """Per tree and rule that fired there: findings, read, true, false, debatable, precision (of the sampled ones)."""
     rows = []
@@ -268,7 +276,7 @@ def tree_rows(keys, labels, codes) -> list[list[str]]:
             found = [key for key in keys if key[0] == tree.name and key[3] == code]
             if not found:
                 continue
-            read = [key for key in sample([key for key in keys if key[3] == code]) if key[0] == tree.name]
+            read = [key for key in _read([key for key in keys if key[3] == code], labels) if key[0] == tree.name]
             counts = Counter(labels[key][0] for key in read if key in labels)
             labelled = sum(counts.values())
             precision = counts["true"] / (counts["true"] + counts["false"]) if counts["true"] + counts["false"] else None
@@ -387,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.compare:
         compare_speed(options.folder, options.compare, options.rounds)
     if options.update_docs and not missing:
-        update_docs(markdown_table(rows), docs_run(options.folder))
+        per_tree = markdown_table(tree_rows(keys, labels, codes),
+                                  ["tree", "rule", "findings", "read", "true", "false", "debatable", "precision"])
+        update_docs(markdown_table(rows) + "\n\n" + per_tree, docs_run(options.folder))
         print("docs/audit.md: precision table and real run rewritten")
     ok = not missing and not unlabelled and not lost and syntax == 0 and met
     return 0 if ok else 1
