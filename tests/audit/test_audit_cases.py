@@ -47,6 +47,8 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "method_in_loop": [("tasks.py", 8, "BL002", "`Importer.import_row`, run per item by task `import_rows`")],
     # A loop over .iterator() that only writes CSV rows does no per-row work.
     "csv_export": [],
+    # A loop whose only write names no row (the job's own counter) and whose row work is queued.
+    "job_bookkeeping": [],
     # With no reference-models: a model a data migration fills and application code never writes is reference
     # data; a model the application writes is not; ContentType's lookups are cached by Django; tests are skipped.
     "reference_inferred": [("books/tasks.py", 11, "BL004", "reference data `Currency` read inside a loop")],

@@ -245,7 +245,10 @@ class _Collector:
         """
         if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
             return 0
-        work, writes = loop_work(node.body)
+        # Names the loop binds per row: its target and whatever its body binds (an inner loop's rows too).
+        rows = frozenset(name.id for name in ast.walk(node)
+                         if type(name) is ast.Name and type(name.ctx) is ast.Store)
+        work, writes = loop_work(node.body, rows)
         if not work:
             return 0
         helper = single_helper(node.body)
