@@ -47,19 +47,42 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "method_in_loop": [("tasks.py", 8, "BL002", "`Importer.import_row`, run per item by task `import_rows`")],
     # A loop over .iterator() that only writes CSV rows does no per-row work.
     "csv_export": [],
+    # A loop whose only write names no row (the job's own counter) and whose row work is queued.
+    "job_bookkeeping": [],
     # With no reference-models: a model a data migration fills and application code never writes is reference
     # data; a model the application writes is not; ContentType's lookups are cached by Django; tests are skipped.
     "reference_inferred": [("books/tasks.py", 11, "BL004", "reference data `Currency` read inside a loop")],
+    # A migration that copies rows from another table moves user data: it seeds nothing.
+    "reference_copied": [],
     # The same models with no migration or seed script behind them: nothing is inferred.
     "reference_no_evidence": [],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"
+# Files several cases hold alike live once in cases/_shared: case -> {path in the case: shared file}.
+_TASK = "catch_all_task.py"
+_POOL = "pool_task.py"
+_BOOKS = {"books/models.py": "books_models.py", "books/tasks.py": "books_tasks.py"}
+SHARED: dict[str, dict[str, str]] = {
+    "serializer_field": {"tasks.py": _TASK},
+    "dict_key": {"tasks.py": _TASK},
+    "off_by_default": {"tasks.py": _TASK},
+    "django_project": {"billing/tasks.py": _TASK},
+    "two_apps": {"one/tasks.py": _TASK, "two/tasks.py": _TASK},
+    "pool_default": {"tasks.py": _POOL},
+    "pool_dockerfile_env": {"tasks.py": _POOL},
+    "pool_compose_env": {"tasks.py": _POOL},
+    "pool_helm_values": {"tasks.py": _POOL},
+    "pool_env_prefork": {"tasks.py": _POOL},
+    "reference_inferred": _BOOKS,
+    "reference_copied": _BOOKS,
+    "reference_no_evidence": _BOOKS,
+}
 
 
 def test_every_case_folder_has_an_entry():
     """A folder added without its expectation would pass whatever it gives."""
-    folders = {path.name for path in CASES.iterdir() if path.is_dir()}
+    folders = {path.name for path in CASES.iterdir() if path.is_dir() and path.name != "_shared"}
     assert folders == set(EXPECTED), f"folders without an entry: {sorted(folders - set(EXPECTED))}, " \
                                      f"entries without a folder: {sorted(set(EXPECTED) - folders)}"
 
@@ -69,6 +92,8 @@ def test_case_gives_exactly_its_findings(tmp_path, case):
     """The case's folder, audited alone with no configuration, gives the expected findings and no other."""
     root = tmp_path / case
     shutil.copytree(CASES / case, root)
+    for inside, shared in SHARED.get(case, {}).items():
+        shutil.copyfile(CASES / "_shared" / shared, root / inside)
     result = audit([str(root)])
     found = sorted(
         (Path(f.path).resolve().relative_to(root.resolve()).as_posix(), f.line, f.code, f.message)

@@ -202,7 +202,7 @@ def _blocks(body: list[ast.stmt]):
                 stack.append(case.body)
 
 
-def loop_work(body: list[ast.stmt]) -> tuple[bool, bool]:
+def loop_work(body: list[ast.stmt], row_names: frozenset[str] = frozenset()) -> tuple[bool, bool]:
     """(does work, writes) for a loop body.
 
     Work is a call made for its effect: a call statement whose result is
@@ -212,6 +212,9 @@ def loop_work(body: list[ast.stmt]) -> tuple[bool, bool]:
     a loop that only computes values (`text += describe(row)`): a failure there
     fails the one result being built, which is what its caller expects. A
     block that ends in `break` finds one row and acts on it once: not a sweep.
+    With row_names (the loop's target names), a call that names none of them
+    (`self.save()` on a job's own counter) is not work either: whatever makes
+    it fail does not depend on the row, so isolating rows would not save the rest.
     """
     work = False
     for block in _blocks(body):
@@ -224,12 +227,17 @@ def loop_work(body: list[ast.stmt]) -> tuple[bool, bool]:
             value = statement.value if kind is ast.Expr else None
             if type(value) is ast.Await:
                 value = value.value
-            if type(value) is ast.Call and _effect_call(value):
+            if type(value) is ast.Call and _effect_call(value) and _names_row(value, row_names):
                 work = True
             for node in _own_nodes(statement):
-                if type(node) is ast.Call and is_write(node) and not _enqueues(node):
+                if type(node) is ast.Call and is_write(node) and not _enqueues(node) and _names_row(node, row_names):
                     return True, True
     return work, False
+
+
+def _names_row(call: ast.Call, row_names: frozenset[str]) -> bool:
+    """True when the call mentions a name the loop binds per row, or when no names are given."""
+    return not row_names or any(type(node) is ast.Name and node.id in row_names for node in ast.walk(call))
 
 
 def _effect_call(call: ast.Call) -> bool:

@@ -47,7 +47,7 @@ from budgetlab.audit.pyrecords import (
     QuerysetLoop,
     ReferenceQuery,
 )
-from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, module_role
+from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, literal_rows, module_role
 from budgetlab.audit.soft_limits import setting_line
 
 PG_NAME = re.compile(r"pg_stat\w*")
@@ -245,7 +245,10 @@ class _Collector:
         """
         if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
             return 0
-        work, writes = loop_work(node.body)
+        # Names the loop binds per row: its target and whatever its body binds (an inner loop's rows too).
+        rows = frozenset(name.id for name in ast.walk(node)
+                         if type(name) is ast.Name and type(name.ctx) is ast.Store)
+        work, writes = loop_work(node.body, rows)
         if not work:
             return 0
         helper = single_helper(node.body)
@@ -549,6 +552,8 @@ class _Collector:
         if WRITE_METHODS.intersection(methods):
             if model:
                 self.module.model_writes.add(model)
+                if literal_rows(node):
+                    self.module.model_seeds.add(model)
             return
         if not self.is_reference(model) or CACHED_LOOKUPS.intersection(methods):
             return  # ContentType.objects.get_for_model(...) and their like are cached by Django itself
@@ -566,8 +571,10 @@ class _Collector:
         """Models this call writes: `Currency(...)`, `row.save()` on a row of a known model."""
         func = node.func
         if type(func) is ast.Name and func.id[:1].isupper():
-            self.module.model_writes.add(self.top.model_aliases.get(func.id) or self.function.model_aliases.get(func.id)
-                                         or func.id)
+            model = self.top.model_aliases.get(func.id) or self.function.model_aliases.get(func.id) or func.id
+            self.module.model_writes.add(model)
+            if literal_rows(node):
+                self.module.model_seeds.add(model)
         elif type(func) is ast.Attribute and func.attr in ("save", "delete") and type(func.value) is ast.Name:
             model = self.function.local_types.get(func.value.id)
             if model:

@@ -117,6 +117,8 @@ class ModuleFacts:
     #: Model classes the module defines (in a models module), and models it writes in any way the audit sees.
     model_classes: set[str] = field(default_factory=set)
     model_writes: set[str] = field(default_factory=set)
+    #: Models written with rows spelled out as literals (`Currency.objects.create(code="EUR")`): seeding, not copying.
+    model_seeds: set[str] = field(default_factory=set)
     #: True when reference models were inferred, not configured: every read-only manager query is recorded.
     infer_references: bool = False
     #: Class name -> its base class names, for task classes and model classes.

@@ -10,11 +10,15 @@ form, serializer or view bound to it. Tests, migrations, seed scripts and
 the admin are not application code here. A model with no data migration or
 seed script behind it is never inferred, however rarely it is written: a
 write the audit cannot see (a row whose class it does not know) must not
-make a table of user data look like reference data.
+make a table of user data look like reference data. And a migration only
+seeds a model when it spells the rows out (`Currency.objects.create(code="EUR")`,
+`bulk_create([Currency(code="EUR"), ...])`): one that copies or converts rows
+from other tables is moving user data.
 """
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 #: Lookups Django answers from a cache of its own after the first call: never a query per item.
@@ -54,7 +58,28 @@ def inferred_reference_models(modules) -> frozenset[str]:
         defined |= module.model_classes
         role = module.role
         if role in ("migration", "seed"):
-            seeded |= module.model_writes
+            seeded |= module.model_seeds
         elif role == "app":
             written |= module.model_writes
     return frozenset((defined & seeded) - written)
+
+
+def literal_rows(call: ast.Call) -> bool:
+    """True for a write whose arguments are all literals: constants, or lists and calls made of constants."""
+    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return bool(arguments) and all(_literal(argument) for argument in arguments)
+
+
+def _literal(node: ast.AST) -> bool:
+    kind = type(node)
+    if kind is ast.Constant:
+        return True
+    if kind in (ast.List, ast.Tuple, ast.Set):
+        return all(_literal(element) for element in node.elts)
+    if kind is ast.Dict:
+        return all(key is None or _literal(key) for key in node.keys) and all(_literal(v) for v in node.values)
+    if kind is ast.Call:  # Currency(code="EUR") inside a bulk_create list, Decimal("1.08")
+        return all(_literal(argument) for argument in [*node.args, *(keyword.value for keyword in node.keywords)])
+    if kind is ast.UnaryOp:
+        return _literal(node.operand)
+    return False

@@ -84,18 +84,18 @@ def _conf_update(call: ast.Call) -> bool:
 
 
 def _env_without_default(tree: ast.Module) -> set[str]:
-    """Environment names a django-environ `Env(NAME=(type, None))` schema declares with the default None."""
+    """Environment names a django-environ `Env(NAME=(type, None))` schema declares with the default None or 0."""
     names = set()
     for node in ast.walk(tree):
         if type(node) is ast.Call and type(node.func) in (ast.Name, ast.Attribute):
             func = node.func
-            if (func.id if type(func) is ast.Name else func.attr) != "Env":
+            if not (func.id if type(func) is ast.Name else func.attr).endswith("Env"):  # Env, FileAwareEnv
                 continue
             for keyword in node.keywords:
                 value = keyword.value
                 if keyword.arg and type(value) is ast.Tuple and value.elts:
                     last = value.elts[-1]
-                    if type(last) is ast.Constant and last.value is None:
+                    if type(last) is ast.Constant and last.value in (None, 0):
                         names.add(keyword.arg)
     return names
 
@@ -118,8 +118,8 @@ def _sets(value: ast.expr | None, unset: set[str]) -> bool:
             return False  # env("NAME") where the schema gives NAME the default None
         if name in ("get", "getenv") and len(value.args) == 1:
             return False  # os.environ.get("NAME"), os.getenv("NAME"): None while unset
-        if len(value.args) >= 2 and name in ("get", "getenv", "int", "float"):
-            second = value.args[1]
+        if len(value.args) >= 2 and type(first) is ast.Constant and type(first.value) is str:
+            second = value.args[1]  # env("NAME", None), os.environ.get("NAME", None), config("NAME", 0)
             if type(second) is ast.Constant and second.value in (None, 0, ""):
                 return False
     return True
