@@ -73,6 +73,7 @@ class _Collector:
         module.role = module_role(module.path)
         self.models_module = is_models_module(module.path)
         self.class_bases_stack: list[list[str]] = []
+        self.outer_rows: frozenset[str] = frozenset()  # names the enclosing loops bind per iteration
         self.pg = b"pg_stat" in source
         module.mentions_pg_stat = self.pg
         self.top = FunctionFacts("<module>", "<module>", 1, module)
@@ -116,11 +117,15 @@ class _Collector:
                 if model and type(node.target) is ast.Name:
                     self.function.local_types[node.target.id] = model
                 self.open_queryset_loops += recorded
+                saved_rows, self.outer_rows = self.outer_rows, self.outer_rows | _stored(node)
                 self.loop_body(node.body)
+                self.outer_rows = saved_rows
                 self.open_queryset_loops -= recorded
                 self.body(node.orelse)
             elif kind is ast.While:
+                saved_rows, self.outer_rows = self.outer_rows, self.outer_rows | _stored(node)
                 self.loop_body(node.body, node.test)
+                self.outer_rows = saved_rows
                 self.body(node.orelse)
             elif kind in TRIES:
                 self.try_statement(node, in_loop)
@@ -245,9 +250,8 @@ class _Collector:
         """
         if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
             return 0
-        # Names the loop binds per row: its target and whatever its body binds (an inner loop's rows too).
-        rows = frozenset(name.id for name in ast.walk(node)
-                         if type(name) is ast.Name and type(name.ctx) is ast.Store)
+        # Names bound per row: the loop's target, whatever its body binds, and what enclosing loops bind.
+        rows = self.outer_rows | _stored(node)
         work, writes = loop_work(node.body, rows)
         if not work:
             return 0
@@ -434,9 +438,11 @@ class _Collector:
         self.pending = []
         self.class_methods = None
         saved_open, self.open_queryset_loops = self.open_queryset_loops, 0
+        saved_rows, self.outer_rows = self.outer_rows, frozenset()
         facts.no_row_work = no_row_work(node.body)
         self.body(node.body)
         self.open_queryset_loops = saved_open
+        self.outer_rows = saved_rows
         (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
         if facts.wraps_task and parent is not self.top:
             parent.wraps_task = True  # a decorator factory: the outer function is what code applies
@@ -629,6 +635,11 @@ class _Collector:
             self.pending.append((*position, ("C",)))
         if any(name not in PG_NOT_READS and not name.endswith("_reset") and "_reset_" not in name for name in names):
             self.pending.append((*position, ("R", call.lineno, call.col_offset + 1)))
+
+
+def _stored(node: ast.AST) -> frozenset[str]:
+    """Names a statement binds anywhere inside it (targets, assignments, inner loops)."""
+    return frozenset(name.id for name in ast.walk(node) if type(name) is ast.Name and type(name.ctx) is ast.Store)
 
 
 def _sets_soft_limit(body: list[ast.stmt]) -> bool:
