@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "error: budgetlab needs Python 3.11 or 3.12 (its PostgreSQL and Redis wheels stop at 3.12); install one and retry" >&2; exit 2; fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs,notebooks,pools]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[workshop,test,docs,notebooks,pools]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

@@ -14,7 +14,13 @@ def _quiet_exit(_signum, _frame):
 
 def run() -> None:
     signal.signal(signal.SIGINT, _quiet_exit)
-    from budgetlab.cli import main
+    try:
+        from budgetlab.cli import main
+    except ModuleNotFoundError as exc:
+        # The package alone is the audit; the workshop's commands need its extra.
+        sys.stderr.write(f"error: the workshop needs its extra ({exc.name} is missing): "
+                         "pip install 'budgetlab[workshop]', or use budgetlab-audit for the audit alone\n")
+        sys.exit(2)
 
     # From here on Ctrl-C raises KeyboardInterrupt, so every command's clean-up runs.
     signal.signal(signal.SIGINT, signal.default_int_handler)
