@@ -61,9 +61,10 @@ def test_lab_code_stuck_in_a_task_is_named_within_the_labs_own_limits(cli):
     """A task that never returns: exit 2 soon after the lab's hard limit, naming the file; no worker stays."""
     path = cli.root / TALLY
     path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
-                                             "    import time\n    time.sleep(600)\n"))
+                                             "    import time\n    time.sleep(10 ** 7)\n"))
     started = time.monotonic()
     # The sample lab's hard limit is the default 900 s: 4.5 s on the lab clock, then 3 s of margin.
+    # The task sleeps far longer on the same clock (ten million production seconds).
     result = cli("check", "1", env={"BUDGETLAB_STALL_MARGIN": "3"})
     assert result.returncode == 2, result.stdout + result.stderr
     assert "was still running" in result.stdout and "labs/lab1_sample/tally.py never returned" in result.stdout, \
@@ -93,7 +94,7 @@ def test_a_server_that_dies_during_check_is_named_and_nothing_is_recorded(cli, p
     # Keeps the check busy on its worker while the server goes.
     path = cli.root / TALLY
     path.write_text(path.read_text().replace("    # TODO: negative numbers count too.\n",
-                                             "    import time\n    time.sleep(30)\n"))
+                                             "    import time\n    time.sleep(10 ** 7)\n"))
     variables = dict(os.environ, BUDGETLAB_LABS_ROOT=str(cli.root), BUDGETLAB_STATE_DIR=str(cli.state), **env)
     proc = subprocess.Popen([sys.executable, "-m", "budgetlab.cli_entry", "check", "1"], env=variables,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
