@@ -247,11 +247,16 @@ class Day:
         return self.outcome(upload.pk, task_id, before)
 
     def run_redelivered(self, files: int) -> Outcome:
-        """One upload whose message kombu restores (forced through its own sweep) once the first run bills a call."""
+        """One upload whose message kombu restores (forced through its own sweep) once the first run is halfway.
+
+        Halfway, so that whatever keeps a second run out must still hold after
+        half an hour of work (a claim that lapses sooner lets it in), with
+        files left for the second delivery to arrive while the first run works.
+        """
         upload, before = create_upload(files), len(calls(self.call_log))
         task_id = self.send(upload.pk)
         # acks_late=False acknowledges on receipt: then there is nothing the broker could redeliver.
-        wait_for(lambda: task_id in unacked(self.redis).values() and self.billed(before) > 0
+        wait_for(lambda: task_id in unacked(self.redis).values() and self.billed(before) > files // 2
                    or endings(self.logs(), task_id), run_wait())
         forced = age_unacked(self.redis, task_id)
         alive = False
