@@ -94,11 +94,6 @@ def production_now(at: float | None = None) -> float:
     return production_time(time.time(), at)
 
 
-def sleep(production_seconds: float) -> None:
-    """Sleep for a production duration on the lab clock (for the workshop's own wall-time processes)."""
-    time.sleep(production_seconds * factor())
-
-
 def describe() -> str:
     """Say which clock is in force, for any output that shows a time."""
     f = factor()
