@@ -50,11 +50,11 @@ def time_scale() -> float:
 
 
 def to_wall(production_seconds: float) -> float:
-    return production_seconds * time_scale()
+    return clock.to_wall(production_seconds, time_scale())
 
 
 def to_production(wall_seconds: float) -> float:
-    return wall_seconds / time_scale()
+    return clock.to_production(wall_seconds, time_scale())
 
 
 # Wall seconds a check waits beyond a promise and its tolerance before it reads what happened:
