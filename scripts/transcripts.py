@@ -152,10 +152,7 @@ _OPTIONS: dict[str, dict] = {
     "lab6-check-starter": {"masks": _LAB6},
     "lab7-check-starter": {"masks": _LAB7},
     "lab1-run": {"masks": _LAB1_RUN},
-    # Known defect, left open: on the invisible lab clock the soft limit of `run 2` sometimes lands outside
-    # the model call (a write, the loop itself), and the run then tells another, true, story.
-    "lab2-run": {"masks": _LAB2_RUN, "unordered": True,
-                 "not_compared": "where run 2's soft limits land varies from run to run on the lab clock (open defect)"},
+    "lab2-run": {"masks": _LAB2_RUN, "unordered": True},
     "lab4-run": {"masks": _LAB4_RUN},
     "lab5-run": {"masks": _LAB5_RUN},
     "lab6-run": {"masks": _LAB6},

@@ -56,6 +56,21 @@ def test_every_clock_reads_the_same_production_time(probe_worker, celery_client,
     assert today == time.strftime("%Y-%m-%d", time.localtime(readings["time.time"]))
 
 
+def test_a_record_the_grader_writes_is_as_old_as_a_worker_reads_it(probe_worker, celery_client, queue_name):
+    """A row the grader creates as Kontor's web process would (created_at) is seconds old to a worker, not hours."""
+    from kontor.books.models import AgentRun, Company
+
+    asked = AgentRun.objects.create(company=Company.objects.order_by("id").first(), goal="how old am I?", steps=[])
+    sent = time.monotonic()
+    result = celery_client.send_task("probe.readings", queue=queue_name)
+    assert settled(result, 30), "the probe did not come back"
+    age = result.result["timezone.now"] - asked.created_at.timestamp()
+    # However busy the machine, the question can be no older than the wall time since it was written.
+    assert -1 <= age <= clock.to_production(time.monotonic() - sent) + 1, (
+        f"a worker read the question as {age:,.0f} production seconds old, "
+        f"{time.monotonic() - sent:.2f} wall seconds after it was written")
+
+
 def test_a_redis_key_expires_on_the_lab_clock(probe_worker, celery_client, queue_name):
     """A key set with SET NX EX lives its production seconds: there at 80 % of them, gone at 120 %."""
     result = celery_client.send_task("probe.redis_expiry", args=[7200], queue=queue_name)

@@ -311,6 +311,12 @@ def configure_django(url: str) -> None:
     # Set only while the settings are read: a worker this process starts gets its own.
     with _environ("KONTOR_DATABASE_URL", url):
         django.setup()
+    # This process writes Kontor's records as Kontor's web process would (a question, a job, an
+    # upload), and a lab's worker reads their timestamps on the lab clock: a `created_at` in wall
+    # time would make a deadline counted from "when it was asked" hundreds of seconds old at birth.
+    from django.utils import timezone
+
+    timezone.now = clock.production_datetime
 
 
 @contextlib.contextmanager

@@ -12,8 +12,11 @@ timestamps that lab processes wrote with production_time/wall_time.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
@@ -92,6 +95,30 @@ def wall_time(production_timestamp: float | None, at: float | None = None) -> fl
 def production_now(at: float | None = None) -> float:
     """Return the production timestamp lab processes read now."""
     return production_time(time.time(), at)
+
+
+def production_datetime() -> datetime.datetime:
+    """Return production time now as an aware datetime, as `django.utils.timezone.now()` reads it in a lab process."""
+    return datetime.datetime.fromtimestamp(production_now(), datetime.timezone.utc)
+
+
+@contextlib.contextmanager
+def running_at(value: float, unless_chosen: bool = False) -> Iterator[float]:
+    """Put this process, and every process it starts, on a lab clock of `value` for the block.
+
+    With `unless_chosen`, a BUDGETLAB_CLOCK the person set wins. Yields the
+    factor in force; the environment is as it was afterwards.
+    """
+    saved = os.environ.get("BUDGETLAB_CLOCK")
+    if not (unless_chosen and saved):
+        os.environ["BUDGETLAB_CLOCK"] = repr(value)
+    try:
+        yield factor()
+    finally:
+        if saved is None:
+            os.environ.pop("BUDGETLAB_CLOCK", None)
+        else:
+            os.environ["BUDGETLAB_CLOCK"] = saved
 
 
 def describe() -> str:

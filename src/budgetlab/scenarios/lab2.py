@@ -238,9 +238,10 @@ def _rescue(env: Environment, subsystems: list[Subsystem], console: Console) -> 
 
     starts = [sub.job.started_at for sub in subsystems if sub.job.started_at]
     if starts:
-        oldest_limit = clock.to_wall(max(sub.hard or 0 for sub in subsystems))
-        wait = (min(starts) + datetime.timedelta(seconds=oldest_limit) - timezone.now()).total_seconds()
-        time.sleep(max(0.0, min(wait + 0.05, MARGIN)))
+        # Both sides in production time: the workers wrote started_at, and this process reads timezone.now() too.
+        oldest_limit = max(sub.hard or 0 for sub in subsystems)
+        left = (min(starts) + datetime.timedelta(seconds=oldest_limit) - timezone.now()).total_seconds()
+        time.sleep(max(0.0, min(clock.to_wall(left) + 0.05, MARGIN)))
     command = [sys.executable, "-m", f"{SLUG}.rescue"]
     console.print(Text(f"$ python -m {SLUG}.rescue", style="bold"))
     result = subprocess.run(command, env=env.variables(), capture_output=True, text=True, timeout=60)

@@ -206,6 +206,13 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     "done" as the afternoon moves on (the live view redraws on them).
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
+    # The records this process writes (the questions, the review) carry production time on lab 6's clock.
+    with clock.running_at(time_scale()):
+        return _play_afternoon(rig, service, queue, log, on_phase, hostname)
+
+
+def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None],
+                    hostname: str | None) -> Afternoon:
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log,
                      argv=worker_argv(queue, hostname or unique_hostname(rig.label)),

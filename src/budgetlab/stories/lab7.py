@@ -8,7 +8,6 @@ database, billed model calls in the stand-in's call log).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -36,24 +35,11 @@ UNACKED = "unacked"
 UNACKED_INDEX = "unacked_index"
 
 
-@contextlib.contextmanager
 def lab_clock():
-    """Put this process (and the workers it starts) on lab 7's clock for the block, unless one was chosen.
-
-    Yields the factor in force; the environment is as it was afterwards.
-    """
-    saved = {name: os.environ.get(name) for name in ("BUDGETLAB_CLOCK",)}
-    os.environ.setdefault("BUDGETLAB_CLOCK", str(CLOCK))
+    """Put this process (and the workers it starts) on lab 7's clock for the block, unless one was chosen."""
     from budgetlab.inworker import clock
 
-    try:
-        yield clock.factor()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return clock.running_at(CLOCK, unless_chosen=True)
 
 
 def latency_plan(model_seconds: float) -> dict:
@@ -152,8 +138,13 @@ def deliveries(logs: list[str], task_id: str) -> int:
 
 
 def endings(logs: list[str], task_id: str) -> int:
-    """Return how many runs of the task the workers logged as ended (returned or raised)."""
-    pattern = re.compile(rf"Task {re.escape(TASK)}\[{re.escape(task_id)}\] (succeeded|raised)")
+    """Return how many runs of the task the workers logged as ended: returned, raised, retried, ignored, rejected.
+
+    Every line Celery's tracer logs about a run, after the worker's `received`,
+    is its ending (celery/app/trace.py, LOG_SUCCESS to LOG_RETRY). A run that
+    retries has ended: its retry is a new message, and a delivery of its own.
+    """
+    pattern = re.compile(rf"Task {re.escape(TASK)}\[{re.escape(task_id)}\] (?!received)")
     return sum(len(pattern.findall(text)) for text in logs)
 
 
