@@ -71,13 +71,13 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
           target: str = typer.Option("labs", help="What to grade: labs (your code), solutions, or a folder laid out like labs/."),
           fail_fast: bool = typer.Option(False, "--fail-fast", "-x", help="Stop at the first failed check.")) -> None:
     """Run lab N's hidden checks and say which pass."""
-    from budgetlab import labs, targets
+    from budgetlab import labs, paths, targets
     from budgetlab.board import client as room_board
     from budgetlab.commands import checking, progress, views
 
     entry = labs.get(lab)
     where = targets.resolve(target)
-    console.print(f"checking lab {entry.number} ({entry.title}) against {where.root.name}/ …")
+    console.print(f"checking lab {entry.number} ({entry.title}) against {paths.display_path(where.root)}/ …")
     outcome = checking.grade(entry, where, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
     console.print(views.check_summary(outcome))
     if where.is_learners and not outcome.could_not_grade:
