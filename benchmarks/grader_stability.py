@@ -11,6 +11,7 @@ loaded side by side, with the load average seen during each half.
     python benchmarks/grader_stability.py                  # every lab, 5 quiet and 3 loaded runs each
     python benchmarks/grader_stability.py --quiet 1 --loaded 1 --labs 4,5
     python benchmarks/grader_stability.py --variants       # every wrong fix and alternative too
+    python benchmarks/grader_stability.py --alternatives   # every alternative too (the correct fixes)
     python benchmarks/grader_stability.py --quiet 0 --loaded 0 --side-by-side 2   # checks at once, as the suite runs them
 
 "Side by side" runs each lab and target S times with --jobs checks at once
@@ -100,13 +101,16 @@ class BusyLoops:
             proc.wait()
 
 
-def cases(numbers: list[int], with_variants: bool, scratch: Path) -> dict[tuple[int, str], tuple[str, int]]:
-    """Return (lab, name) -> (the --target argument, the exit code a check must give) for every case to run."""
+def cases(numbers: list[int], kinds: set[str], scratch: Path) -> dict[tuple[int, str], tuple[str, int]]:
+    """Return (lab, name) -> (the --target argument, the exit code a check must give) for every case to run.
+
+    `kinds` names the variants to add to each lab's solution and starter ("wrong fix", "alternative").
+    """
     found = {(number, name): (name, expected) for number in numbers for name, expected in EXPECTED.items()}
-    if with_variants:
-        for number in numbers:
-            lab = labs.get(number)
-            for variant in variants.load(lab):
+    for number in numbers:
+        lab = labs.get(number)
+        for variant in variants.load(lab):
+            if variant.kind in kinds:
                 tree = targets.resolve(variants.build(lab, variant, scratch))
                 found[(number, variant.name)] = (tree.argument, variant.expected_exit)
     return found
@@ -147,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labs", default="", help="comma-separated lab numbers (default: every lab)")
     parser.add_argument("--variants", action="store_true",
                         help="also every wrong fix (must fail) and alternative (must pass) of each lab")
+    parser.add_argument("--alternatives", action="store_true",
+                        help="also every alternative (must pass) of each lab: the correct fixes a learner may write")
     args = parser.parse_args(argv)
     known = [lab.number for lab in labs.load()]
     try:
@@ -163,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     with tempfile.TemporaryDirectory(prefix="stability-variants-") as scratch:
-        todo = cases(numbers, args.variants, Path(scratch))
+        kinds = {"wrong fix", "alternative"} if args.variants else {"alternative"} if args.alternatives else set()
+        todo = cases(numbers, kinds, Path(scratch))
         results = measure(todo, args)
     return report(todo, results, args)
 

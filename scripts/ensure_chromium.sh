@@ -15,11 +15,19 @@ if [[ "$(id -u)" != "0" ]]; then
     exit 77
 fi
 
+# Tests run side by side, and each process that needs the browser may get here: one installs, the
+# others wait for it and find the browser there. apt-get itself waits for a lock another apt holds.
+exec 9>"${TMPDIR:-/tmp}/budgetlab-ensure-chromium.lock"
+flock 9
+if [[ -x /usr/bin/chromium ]]; then
+    exit 0
+fi
 export DEBIAN_FRONTEND=noninteractive
+APT=(apt-get -o DPkg::Lock::Timeout=600)
 # A fresh machine has no package lists yet, so the install alone finds nothing.
-if ! apt-get install -y -qq chromium >/dev/null 2>&1; then
-    apt-get update -qq
-    apt-get install -y -qq chromium >/dev/null
+if ! "${APT[@]}" install -y -qq chromium >/dev/null 2>&1; then
+    "${APT[@]}" update -qq
+    "${APT[@]}" install -y -qq chromium >/dev/null
 fi
 
 if [[ ! -x /usr/bin/chromium ]]; then

@@ -71,13 +71,21 @@ def cases(number: int, scratch: Path, skip_transcribed: bool = False) -> list[Ca
         print(f"lab {number} ..   solution and starter: their checks are the transcript tests "
               f"lab{number}-check-solution and lab{number}-check-starter", flush=True)
     else:
-        found += [Case(number, "solution", targets.resolve("solutions"), 0, False),
-                  Case(number, "starter", targets.learners(), 1, True)]
-    for variant in variants.load(lab):
-        tree = targets.resolve(variants.build(lab, variant, scratch / lab.slug))
-        found.append(Case(number, f"{variant.kind} {variant.name}", tree, variant.expected_exit,
-                          variant.expected_exit == 1))
+        found += base_cases(number)
+    found += [variant_case(lab, variant, scratch) for variant in variants.load(lab)]
     return found
+
+
+def base_cases(number: int) -> list[Case]:
+    """The solution, which must pass, and the starter, which must fail."""
+    return [Case(number, "solution", targets.resolve("solutions"), 0, False),
+            Case(number, "starter", targets.learners(), 1, True)]
+
+
+def variant_case(lab: labs.Lab, variant: variants.Variant, scratch: Path) -> Case:
+    """A wrong fix or alternative, built into `scratch`; a wrong fix stops at its first failed check."""
+    tree = targets.resolve(variants.build(lab, variant, scratch / lab.slug))
+    return Case(lab.number, f"{variant.kind} {variant.name}", tree, variant.expected_exit, variant.expected_exit == 1)
 
 
 def prove(numbers: list[int], jobs: int, skip_transcribed: bool = False) -> bool:

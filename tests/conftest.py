@@ -27,10 +27,19 @@ LIVE_FIXTURES = {"rig", "start_worker", "celery_client", "kontor_db", "broker_ur
 LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 
 
+# Session fixtures that cost seconds to make (a built docs site, fresh venvs): with tests side by side
+# (pytest-xdist, --dist loadgroup), the tests that share one run in one worker, so it is made once.
+SHARED_FIXTURES = {"built_site": "docs-site", "site_url": "docs-site", "chromium_browser": "docs-site",
+                   "wheel": "audit-venvs", "audit_venv": "audit-venvs", "tools": "audit-venvs"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())) or getattr(item, "originalname", "") in LIVE_TESTS:
+        names = set(getattr(item, "fixturenames", ()))
+        if LIVE_FIXTURES & names or getattr(item, "originalname", "") in LIVE_TESTS:
             item.add_marker(pytest.mark.stack)
+        if groups := sorted({SHARED_FIXTURES[name] for name in names & SHARED_FIXTURES.keys()}):
+            item.add_marker(pytest.mark.xdist_group(groups[0]))
 
 
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others.
@@ -98,11 +107,19 @@ def _verify_and_remove(name: str, key: str, planted: list[int]) -> list[str]:
     return lost
 
 
-@pytest.fixture(scope="session", autouse=not GRADING)
-def canaries():
-    """Data a person might keep on the same servers: still there, unchanged, when the suite ends."""
-    planted = _plant()
-    yield
+# Data a person might keep on the same servers: planted once before any test runs, and checked once
+# after the last, in the one process that sees the whole run (pytest-xdist's controller, when tests run
+# side by side): a worker of its own would plant while another worker's rigs already claim databases.
+def pytest_sessionstart(session):
+    if not GRADING and not hasattr(session.config, "workerinput"):
+        session.config._budgetlab_canaries = _plant()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    planted = getattr(session.config, "_budgetlab_canaries", None)
     if planted:
         lost = _verify_and_remove(*planted)
-        assert not lost, f"the suite destroyed data budgetlab did not create: {', '.join(lost)}"
+        if lost:
+            session.config.get_terminal_writer().line(
+                f"the suite destroyed data budgetlab did not create: {', '.join(lost)}", red=True, bold=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -41,6 +41,7 @@ def test_a_held_database_is_never_handed_out_or_emptied_while_others_come_and_go
         client.close()
 
 
+@pytest.mark.alone
 def test_leases_are_distinct_and_a_released_database_comes_back_empty():
     """Two holders never share a database; the next holder finds only budgetlab's mark in it."""
     leases = _hold_all()
@@ -59,6 +60,7 @@ def test_leases_are_distinct_and_a_released_database_comes_back_empty():
             lease.release()
 
 
+@pytest.mark.alone
 def test_an_expired_lease_frees_its_database_and_its_late_release_takes_nothing_from_the_next_holder():
     """A holder SIGKILLed before releasing: its database returns after the lease time, and stays with its new holder."""
     stale = RedisLease(seconds=1)
@@ -106,6 +108,7 @@ def _plant_in_even_databases() -> dict[int, redis.Redis]:
     return planted
 
 
+@pytest.mark.alone
 def test_a_database_holding_someone_elses_keys_is_never_leased_or_emptied():
     """Databases holding keys budgetlab did not write are skipped by every lease, and their keys survive."""
     planted = _plant_in_even_databases()

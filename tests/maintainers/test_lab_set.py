@@ -108,20 +108,40 @@ def test_grader_manifest_is_current():
     assert integrity.modified(ROOT) == [], "refresh it: python -c 'from budgetlab import integrity; integrity.write()'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.slug)
-def test_graders_prove_themselves(lab):
-    """The solution passes, the starter fails, every wrong fix fails and every alternative passes.
+def _proof_cases() -> list:
+    """Every case of every lab's proof, by (lab, variant name or "solution"/"starter")."""
+    prove = _load_script("prove_graders")
+    found = []
+    for lab in LABS:
+        if not prove.transcribed(lab):
+            found += [pytest.param(lab, name, id=f"lab{lab.number}-{name}") for name in ("solution", "starter")]
+        found += [pytest.param(lab, variant.name, id=f"lab{lab.number}-{variant.name}")
+                  for variant in variants.load(lab, ROOT)]
+    return found
 
-    The cases run side by side, one per core. A lab whose transcripts include
-    labN-check-solution and labN-check-starter has those two checks run once,
-    by tests/docs/test_transcripts.py, which fails on their exit codes too.
+
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.name == "test_grader_agrees_on_a_case":
+        metafunc.parametrize("lab, name", _proof_cases())
+
+
+@pytest.mark.slow
+def test_grader_agrees_on_a_case(lab, name, tmp_path):
+    """The solution passes, the starter fails, every wrong fix fails and every alternative passes: one case a test.
+
+    What scripts/prove_graders.py runs, one `budgetlab check` per test, so
+    that pytest-xdist spreads the cases over the machine's cores. A lab whose
+    transcripts include labN-check-solution and labN-check-starter has those
+    two checks run once, by tests/docs/test_transcripts.py, which fails on
+    their exit codes too.
     """
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "prove_graders.py"), "--skip-transcribed",
-                             str(lab.number)], capture_output=True, text=True, timeout=1200)
-    print(result.stdout)
-    disagreements = [line for line in result.stdout.splitlines() if " FAIL " in line]
-    assert result.returncode == 0, "\n".join(disagreements) or result.stderr
+    prove = _load_script("prove_graders")
+    if name in ("solution", "starter"):
+        case = next(case for case in prove.base_cases(lab.number) if case.name == name)
+    else:
+        case = prove.variant_case(lab, next(v for v in variants.load(lab, ROOT) if v.name == name), tmp_path)
+    code, last = prove.check(case, tmp_path / "state")
+    assert code == case.expected, f"lab {lab.number} {case.name}: check exited {code}, not {case.expected}: {last}"
 
 
 def _load_script(name: str):

@@ -35,9 +35,41 @@ def external_urls() -> dict[str, str] | None:
 
 # Where the time goes: pytest's table of the slowest tests closes every pass.
 DURATIONS = "--durations=15"
+# pytest's exit code when no test was selected: a pass with nothing to run alone is a pass.
+NO_TESTS = 5
 
 
-def _pytest(args: list[str], env: dict[str, str] | None = None) -> int:
+def side_by_side() -> int:
+    """Return how many pytest-xdist processes run the tests: one per core (BUDGETLAB_TEST_WORKERS overrides; 0: one process).
+
+    Each live test has a rig of its own (database, Redis lease, queues,
+    workers), so tests share the machine, never a resource. Tests that share
+    a costly session fixture stay in one process (tests/conftest.py groups
+    them); the few marked `alone`, which hold every free Redis database for a
+    moment, run by themselves afterwards.
+    """
+    raw = os.environ.get("BUDGETLAB_TEST_WORKERS", "")
+    try:
+        workers = int(raw) if raw else (os.cpu_count() or 1)
+    except ValueError:
+        raise BudgetlabError(f"BUDGETLAB_TEST_WORKERS={raw!r} is not a number of processes") from None
+    if workers < 0:
+        raise BudgetlabError(f"BUDGETLAB_TEST_WORKERS={raw!r} is not a number of processes")
+    return workers
+
+
+def _pytest(args: list[str], env: dict[str, str] | None = None, marker: str = "") -> int:
+    """Run one pass: side by side, then the `alone` tests by themselves (`marker` narrows both)."""
+    workers = side_by_side()
+    if workers == 0 or "-m" in args:
+        return _pytest_once([*(["-m", marker] if marker else []), *args], env)
+    within = f"({marker}) and " if marker else ""
+    code = _pytest_once(["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args], env)
+    alone = _pytest_once(["-m", f"{within}alone", *args], env)
+    return code or (0 if alone == NO_TESTS else alone)
+
+
+def _pytest_once(args: list[str], env: dict[str, str] | None) -> int:
     args = [DURATIONS, *args]
     print(f"$ pytest {' '.join(args)}", flush=True)
     return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
@@ -50,6 +82,7 @@ def _hosts(urls: dict[str, str]) -> str:
 def main(args: list[str]) -> int:
     before = {kind: server.running for kind, server in stack.servers().items()}
     try:
+        side_by_side()  # a bad BUDGETLAB_TEST_WORKERS is one line, before anything starts
         stack.up()
         database.prepare()
     except BudgetlabError as exc:
@@ -63,7 +96,7 @@ def main(args: list[str]) -> int:
             env = dict(os.environ, **external)
             print(f"\nsecond run, as asked by BUDGETLAB_EXTERNAL: {_hosts(external)}", flush=True)
             prepared = subprocess.call([sys.executable, "-m", "budgetlab.cli_entry", "stack", "up"], env=env)
-            code = prepared or _pytest(["-m", "external", *args], env)
+            code = prepared or _pytest(args, env, marker="external")
     finally:
         if started_here:
             stack.down()

@@ -28,6 +28,10 @@ DEFAULT_VISIBILITY_TIMEOUT = 3600
 # Lab 7 waits for hour-long timeouts, so it runs on a faster clock than the other labs
 # (5,000x: an hour is 0.72 wall seconds), unless BUDGETLAB_CLOCK says otherwise.
 CLOCK = 0.0002
+# `run 7` plays a whole 95-file upload, whose per-file database work the clock stretches too
+# (at 5,000x a busy machine's 6 wall ms a file added 2,800 production seconds, close to the
+# two-hour hard limit): it runs at 2,000x, where the same work adds under half as much.
+RUN_CLOCK = 0.0005
 # Polls twice as often as the other stories: at 5,000x, 10 wall ms are 50 production seconds.
 POLL = 0.01
 # Kombu's Redis keys for unacknowledged messages (the transport's defaults, no prefix).
@@ -35,11 +39,11 @@ UNACKED = "unacked"
 UNACKED_INDEX = "unacked_index"
 
 
-def lab_clock():
+def lab_clock(factor: float = CLOCK):
     """Put this process (and the workers it starts) on lab 7's clock for the block, unless one was chosen."""
     from budgetlab.inworker import clock
 
-    return clock.running_at(CLOCK, unless_chosen=True)
+    return clock.running_at(factor, unless_chosen=True)
 
 
 def latency_plan(model_seconds: float) -> dict:
