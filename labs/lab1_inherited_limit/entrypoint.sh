@@ -2,19 +2,20 @@
 # Kontor's worker container: one Celery master per queue, until one of them stops.
 #
 # Half of Kontor's tasks choose their own time limits in the decorator. The
-# other half choose none and are meant to get the budget in settings.py:
-# 600 s soft, 900 s hard. This week a 40-file bulk OCR job on `documents`
+# other half choose none. This week a 40-file bulk OCR job on `documents`
 # and the reminder sweep on `sweeps` were both stopped after 120 s, and
 # nobody remembers choosing that number.
 #
 # Goal (this file and settings.py):
 # - On imports, documents and sweeps, a task without limits of its own gets
 #   the budget of settings.py: 600 s soft and 900 s hard unless a deployment
-#   sets KONTOR_TASK_SOFT_TIME_LIMIT and KONTOR_TASK_TIME_LIMIT.
+#   sets KONTOR_TASK_SOFT_TIME_LIMIT and KONTOR_TASK_TIME_LIMIT; change
+#   those numbers in settings.py and the three queues' budget changes too.
 # - A task's own decorator limits still win, on every queue.
 # - The two agent queues keep budgets of their own, chosen here on purpose:
 #   agent-batch at least 1800 s soft; agent-interactive, where a person
 #   waits, at most 60 s soft.
+# - On every queue the hard limit comes later than the soft one.
 # - Every budget, here and in settings.py, has a comment next to it that
 #   says why it is that number.
 set -eu

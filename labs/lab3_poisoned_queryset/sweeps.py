@@ -1,11 +1,9 @@
 """Kontor's nightly invoice sweeps: mark overdue invoices, then send payment reminders.
 
 Celery beat starts both sweeps every night. Each walks a queryset and
-applies one dunning service (see dunning.py) to every invoice in it. A
-few invoices in the data cannot be handled: one has an address no mail
-service accepts, another is too small to carry a reminder fee. When a
-sweep meets such an invoice the task ends right there, and the next
-night's run meets the same invoice first and ends there again.
+applies one dunning service (see dunning.py) to every invoice in it.
+Every night both sweeps end as failed tasks, and the next morning most
+invoices past their due date look as they did the evening before.
 
 Goal: a bad invoice is logged with its id and counted, the sweep carries
 on with the rest, and a run with failures says so in one WARNING line;

@@ -44,7 +44,6 @@ def scan_delta(table: str, workload: Callable[[], object]) -> int:
     as it was: nothing committed, nothing rolled back.
     """
     # TODO: count the scans the workload made, inside or outside the caller's transaction.
-    # Both reads in one transaction, so that they see one consistent picture.
     with transaction.atomic():
         before = seq_scans(table)
         workload()

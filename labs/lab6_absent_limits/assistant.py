@@ -7,7 +7,7 @@ message for the person asking.
 Kontor promises an answer, or a clear "please try again", within 45
 seconds of the question. The task declares a 45 s soft limit, and
 `celery inspect` reports it; run `budgetlab run 6` and compare that with
-what happens on this worker's pool when the model provider has a slow
+what happens on this worker when the model provider has a slow
 afternoon: calls hang for minutes, and every thread of the queue ends up
 waiting on a call nobody is waiting for any more.
 

@@ -5,8 +5,7 @@ result in the morning. A step the model cannot answer is recorded as
 failed and the run goes on with the next one; the run ends `succeeded`
 after the loop.
 
-The task declares a 180 s soft limit. Which pool runs it decides whether
-anything enforces that.
+The task declares a 180 s soft limit, and `celery inspect` reports it.
 
 Goal: the run ends within its 180 s budget in a final state, on the
 threads pool too. When the budget runs out it ends `failed` with a

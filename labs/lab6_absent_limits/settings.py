@@ -2,16 +2,17 @@
 
 Model calls are I/O waits: a thread blocked on the provider costs almost
 nothing, so the agent queue moved from prefork children to twenty threads
-in one process. Cheaper, and `celery inspect stats` still lists the tasks'
-soft and hard limits, so every task looks budgeted.
+in one process. Cheaper, and `celery inspect registered soft_time_limit
+time_limit` still shows the tasks' soft and hard limits, so every task
+looks budgeted.
 
 Goal: see the module docstrings of assistant.py and review.py. This file
-decides which pool runs them, and so which limits anything enforces.
+decides which pool runs them.
 """
 
 from kontor.celeryconfig import *  # noqa: F401,F403 - Kontor's broker, serializers and defaults
 
-# TODO: which of the tasks' limits does this pool apply?
+# TODO: the tasks' budgets must hold on the worker this file configures.
 # Twenty people may ask the assistant at once; a thread each is far cheaper than
 # twenty prefork children, and a thread waiting on the model uses no CPU.
 worker_pool = "threads"

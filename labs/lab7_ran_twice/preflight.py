@@ -1,8 +1,7 @@
 """The deployment's start-up check, run by every worker before it takes a message.
 
-A budget that reaches the broker's visibility timeout does not fail
-loudly: the job is simply delivered again, an hour later, to another
-worker. Nobody notices until customers do.
+Numbers that do not fit together fail silently: nobody notices until
+customers do.
 
 Goal: a worker refuses to start (it exits with an error instead of
 becoming ready) when any task it would run has a hard time limit, or a

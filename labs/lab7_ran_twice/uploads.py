@@ -5,11 +5,10 @@ ends `completed` after the loop, and the customer then gets one letter
 saying the receipts are booked. Since lab 1, the budget is two hours: a
 full upload of slow model calls needs more than one.
 
-Redis delivers this task's message again whenever it is older than the
-broker's visibility timeout and not yet acknowledged, and a worker that
-was killed mid-job leaves its message to be delivered again too. Every
-delivery runs the whole loop: two documents per receipt, two model bills,
-two letters.
+This task's message can arrive more than once: `budgetlab run 7` shows
+one way, and a worker that was killed mid-job leaves its message to be
+delivered again too. Every delivery runs the whole loop: two documents
+per receipt, two model bills, two letters.
 
 Goal: every file of an upload is stored, billed and counted once, and
 the customer gets one letter, whether the message arrives once, arrives

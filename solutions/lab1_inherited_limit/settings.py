@@ -4,7 +4,7 @@ Code review trusts this file: a task that sets no limits of its own, it
 says, gets ten minutes before SoftTimeLimitExceeded and fifteen before
 its worker child is killed. This week a 40-file bulk OCR job and the
 invoice reminder sweep were both stopped after 120 s. Read entrypoint.sh
-for the goal; the budget in this file is half of the answer.
+for the goal.
 """
 
 import os

@@ -3,12 +3,15 @@
 Kontor's category table is reference data: a few dozen leaves of the chart
 of accounts, the same for every company, changed only by migrations.
 extractor.py and prompts.py call the three functions below for every
-document and every transaction in a batch, and every call reads the table
-again. A batch of 2,500 items scans this small table thousands of times.
+document and every transaction in a batch, and a batch spends far more of
+its time here than anyone expected.
 
-Goal: a worker process reads the table once and answers every later
-lookup from what it read, and a category saved or deleted through the ORM
-shows up in that process's next lookup. The callers stay as they are: keep
+Goal: a batch's time goes to its model calls, not to this table (the
+checks allow one query on it per worker process and batch); every lookup
+answers what it answered before; a category saved, created or deleted
+through the ORM is never served stale to the process that changed it;
+nothing a caller does to what it got changes what the next caller gets;
+importing this module runs no query. The callers stay as they are: keep
 the three names, and keep returning rows with code, name, group, vat_rate
 and keywords attributes.
 """

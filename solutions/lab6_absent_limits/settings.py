@@ -2,11 +2,12 @@
 
 Model calls are I/O waits: a thread blocked on the provider costs almost
 nothing, so the agent queue moved from prefork children to twenty threads
-in one process. Cheaper, and `celery inspect stats` still lists the tasks'
-soft and hard limits, so every task looks budgeted.
+in one process. Cheaper, and `celery inspect registered soft_time_limit
+time_limit` still shows the tasks' soft and hard limits, so every task
+looks budgeted.
 
 Goal: see the module docstrings of assistant.py and review.py. This file
-decides which pool runs them, and so which limits anything enforces.
+decides which pool runs them.
 """
 
 from kontor.celeryconfig import *  # noqa: F401,F403 - Kontor's broker, serializers and defaults

@@ -3,13 +3,13 @@
 Kontor runs its bulk jobs with acks_late, so that a job whose worker dies
 (a deploy, an out-of-memory kill, a lost machine) is delivered again and
 finished by another worker. Since lab 1 raised the bulk upload's budget
-to two hours, uploads that run past an hour are delivered a second time
-while the first run is still working, and customers get their receipts
-booked twice and two letters.
+to two hours, some uploads are delivered a second time while the first
+run is still working, and customers get their receipts booked twice and
+two letters.
 
 Goal: a job still runs on another worker when its worker dies, but no
 job is handed out again while its first run is alive and within its
-budget. Read the Redis transport's options in kombu's documentation.
+budget.
 """
 
 from kontor.celeryconfig import *  # noqa: F403  (broker, JSON only, the prefork pool)

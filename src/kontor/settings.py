@@ -38,7 +38,7 @@ def _database(url: str) -> dict:
         "PASSWORD": parts.password or "",
         "HOST": parts.hostname or "",
         "PORT": str(parts.port or ""),
-        # Never set stats_fetch_consistency here: lab 5 depends on the server default.
+        # No server settings in OPTIONS: the labs measure PostgreSQL as its server is configured.
         "OPTIONS": {"application_name": os.environ.get("KONTOR_APP_NAME", "kontor")},
         "TEST": {"NAME": None},
     }

@@ -13,7 +13,7 @@ from docs_support import DOCS, ROOT, build_site, copy_project
 from budgetlab import labs
 
 LAB_SECTIONS = ("Questions", "Objectives", "The story", "Tasks", "Hints", "Expected output", "Challenge",
-                "Key points", "Further reading")
+                "Further reading", "After you pass", "Key points")
 # Every lab labs/labs.toml declares, so a new lab's page is checked without an edit here.
 LAB_NUMBERS = [lab.number for lab in labs.load(ROOT)]
 EXTERNAL_ASSET = re.compile(
@@ -63,7 +63,7 @@ def test_broken_anchor_fails_the_strict_build(tmp_path):
 
 @pytest.mark.parametrize("number", LAB_NUMBERS)
 def test_lab_page_has_every_section_of_a_lab(number):
-    """Each lab page has objectives, timebox, story, tasks, hints, expected output, challenge and reading."""
+    """Each lab page has every section of a lab, numbered tasks, and its answers last, after the challenge."""
     text = (DOCS / "labs" / f"lab{number}.md").read_text(encoding="utf-8")
     headings = re.findall(r"^## (.+?)\s*(?:\{.*\})?$", text, flags=re.MULTILINE)
     missing = [section for section in LAB_SECTIONS if section not in headings]
@@ -74,10 +74,15 @@ def test_lab_page_has_every_section_of_a_lab(number):
     tasks = re.search(r"^## Tasks\n(.*?)^## ", text, flags=re.MULTILINE | re.DOTALL)
     assert tasks and re.search(r"^1\. ", tasks.group(1), flags=re.MULTILINE), f"lab{number}.md has no numbered tasks"
     assert headings[:2] == ["Questions", "Objectives"], f"lab{number}.md should open with Questions and Objectives"
-    assert headings.index("Key points") > headings.index("Challenge"), f"lab{number}.md's Key points belong at the end"
+    assert headings.index("Tasks") < headings.index("Challenge") < headings.index("After you pass"), (
+        f"lab{number}.md's answers belong in `## After you pass`, after the tasks and the challenge")
+    assert headings[-1] == "Key points" and headings.index("After you pass") == len(headings) - 2, (
+        f"lab{number}.md should end with `## After you pass` and `## Key points`, with nothing after them")
     assert "](../glossary.md)" in text, f"lab{number}.md does not link the glossary"
-    challenge = re.search(r"^## Challenge\n(.*?)^## ", text, flags=re.MULTILINE | re.DOTALL)
-    assert '??? success "Answer' in challenge.group(1), f"lab{number}.md's challenge has no collapsed model answer"
+    after = text[text.index("\n## After you pass\n"):]
+    assert '??? success "Challenge' in after, (
+        f"lab{number}.md's challenge has no collapsed model answer (`??? success \"Challenge, answer: …\"`) "
+        "under `## After you pass`")
 
 
 @pytest.mark.parametrize("number", LAB_NUMBERS)

@@ -229,3 +229,93 @@ def test_instructor_pages_are_left_out_of_the_learners_search(built_site):
     assert any(location.startswith("labs/") for location in locations), "the search index holds no lab page"
     indexed = sorted({location.split("#")[0] for location in locations if location.startswith("instructors/")})
     assert not indexed, f"site search finds the instructor pages: {indexed}"
+
+
+# Many learners read the pages as raw markdown (on GitHub, say), where every `???` block shows open. So a lab page keeps
+# everything that tells the cause or the fix below this heading, after its tasks and its challenge, and a concept page
+# keeps what it shares with a lab's fix below the second.
+LAB_ANSWERS = "## After you pass"
+CONCEPT_ANSWERS = "## After the labs"
+COLLAPSED = re.compile(r'^ *\?\?\?\+? +\w+(?: +"([^"]*)")?', flags=re.MULTILINE)
+LABS = load_labs_toml
+CONCEPT_PAGES = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs" / "concepts").glob("*.md")) + [
+    "docs/cheatsheet.md"]
+
+# Words that name a lab's cause or its fix. Each was on a learner page above the tasks before pages were reworked so
+# that they teach without handing out answers; the raw markdown of a lab page may use them only under LAB_ANSWERS.
+GIVEAWAYS = {
+    1: ("SOFT_TIME_LIMIT:-120", "shell fallback", "--soft-time-limit 120", "task_annotations", "the flag still"),
+    2: ("derives from `Exception`", "catches Celery's", "swallowing", "swallows", "swallowed by", "catch-all",
+        "pass the time limit through", "`except Exception` inside loops"),
+    3: ("bare loop", "bare `for", "CHECK constraint", "invoice_fee_within_amount", "savepoint per",
+        "aborts the whole transaction", "the second of the 312"),
+    4: ("lru_cache", "post_save", "post_delete", "MappingProxyType", "once per process", "per-process copy",
+        "process-lifetime cache", "read the table once"),
+    5: ("shared one transaction", "reads ran inside one transaction", "kept until", "pg_stat_clear_snapshot",
+        "this time in autocommit", "sampled in autocommit", "what a transaction does"),
+    6: ("applies no", "apply no time limit", "max_retries=", "timeout=min", "deadline", "what is left of",
+        "which pools apply"),
+    7: ("restore_visible", "unacked_restore", "older than the visibility timeout", "sweep finds", "advisory lock",
+        "restores while", "raise `SystemExit`", "compare with your broker's visibility timeout"),
+}
+
+
+def above(text: str, heading: str) -> str:
+    """Return a page's markdown above `heading` (all of it when the page lacks the heading)."""
+    return text.split(f"\n{heading}\n", 1)[0]
+
+
+def words_of(text: str) -> str:
+    """Return text as the runs of words answer_phrases compares, so markdown marks and line breaks do not matter."""
+    return " ".join(re.findall(r"[\w'.()=]+", text))
+
+
+def raw_giveaways(text: str, number: int) -> list[str]:
+    """Return the words of GIVEAWAYS[number] and the phrases of the lab's last hint that `text` contains."""
+    lab = next(lab for lab in LABS if lab["number"] == number)
+    found = [word for word in GIVEAWAYS[number] if word.lower() in text.lower()]
+    return found + sorted(phrase for phrase in answer_phrases(lab["hints"][-1]) if phrase in words_of(text))
+
+
+def test_the_raw_checks_catch_an_answer_block_in_the_story_and_a_cause_in_an_objective():
+    """An answer block above the tasks and an objective that names lab 2's cause are both caught."""
+    page = ("## Objectives\n\n- explain why `except Exception` catches Celery's `SoftTimeLimitExceeded`;\n\n"
+            '## The story\n\n??? note "After the lab: what happened"\n\n    It was swallowed by a handler.\n\n## Tasks\n\n1. Run it.\n')
+    assert COLLAPSED.findall(above(page, LAB_ANSWERS)) == ["After the lab: what happened"]
+    assert raw_giveaways(above(page, LAB_ANSWERS), 2) == ["catches Celery's", "swallowed by"]
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: f"lab{lab['number']}")
+def test_lab_page_keeps_its_answers_below_after_you_pass(lab):
+    """Above `## After you pass` a lab page has no collapsed block, and links neither instructor notes nor benchmarks."""
+    text = (ROOT / lab["page"]).read_text(encoding="utf-8")
+    assert f"\n{LAB_ANSWERS}\n" in text, f"{lab['page']} has no `{LAB_ANSWERS}` section for its answers"
+    story = above(text, LAB_ANSWERS)
+    blocks = COLLAPSED.findall(story)
+    assert not blocks, (f"{lab['page']} has collapsed blocks above `{LAB_ANSWERS}`, open to anyone who reads the "
+                        f"markdown; move them below it: {blocks}")
+    links = sorted(set(re.findall(r"\((?:\.\./)+instructors/[^)]*\)|benchmarks/\w+\.py", story)))
+    assert not links, f"{lab['page']} points at answers above `{LAB_ANSWERS}`: {links}"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: f"lab{lab['number']}")
+def test_lab_page_names_no_cause_or_fix_above_after_you_pass(lab):
+    """Questions, objectives, story, goal, tasks and challenge say nothing that names the lab's cause or its fix."""
+    text = above((ROOT / lab["page"]).read_text(encoding="utf-8"), LAB_ANSWERS)
+    found = raw_giveaways(text, lab["number"])
+    assert not found, (f"{lab['page']} names the lab's cause or fix above `{LAB_ANSWERS}`: {found}; say what the "
+                       "learner sees and how to investigate, and keep the answer below it")
+
+
+@pytest.mark.parametrize("page", CONCEPT_PAGES)
+def test_concept_page_keeps_what_answers_a_lab_at_its_end(page):
+    """A block for after a lab sits under `## After the labs`; nothing above it names a lab's cause or fix."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    top = above(text, CONCEPT_ANSWERS)
+    early = [title for title in COLLAPSED.findall(top) if title.startswith("After lab")]
+    assert not early, f"{page} has blocks for after a lab above `{CONCEPT_ANSWERS}`: {early}"
+    found = [f"lab {lab['number']}: {said!r}" for lab in LABS for said in raw_giveaways(top, lab["number"])]
+    assert not found, f"{page} names a lab's cause or fix above `{CONCEPT_ANSWERS}`:\n" + "\n".join(found)
+    if CONCEPT_ANSWERS in text:
+        tail = text.split(f"\n{CONCEPT_ANSWERS}\n", 1)[1]
+        assert not re.search(r"^## ", tail, flags=re.MULTILINE), f"{page}: `{CONCEPT_ANSWERS}` must be its last section"

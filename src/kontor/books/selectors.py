@@ -2,8 +2,7 @@
 
 The currency table is reference data. `currency_rates` keeps it for the
 life of the process and `signals.py` drops the copy whenever a Currency is
-saved or deleted through the ORM. Lab 4 asks for the same pattern for
-categories.
+saved or deleted through the ORM.
 """
 
 from __future__ import annotations
