@@ -47,14 +47,21 @@ class Case:
 
 
 def check(case: Case, state: Path) -> tuple[int, str]:
+    """Run the case's check; return its exit code and its last line (the count of checks passed)."""
+    code, output = check_output(case, state)
+    lines = [line for line in output.splitlines() if line.strip()]
+    return code, (lines[-1] if lines else "")
+
+
+def check_output(case: Case, state: Path) -> tuple[int, str]:
+    """Run the case's check; return its exit code and everything it printed."""
     argv = [sys.executable, "-m", "budgetlab.cli_entry", "check", str(case.number), "--target", case.target.argument]
     if case.fail_fast:
         argv.append("--fail-fast")
     # Its own progress folder: side-by-side checks never race on one progress file, and a proof is no attempt.
     env = dict(os.environ, BUDGETLAB_STATE_DIR=str(state))
     result = subprocess.run(argv, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    return result.returncode, (lines[-1] if lines else result.stderr.strip())
+    return result.returncode, (result.stdout + result.stderr).strip()
 
 
 def transcribed(lab: labs.Lab) -> bool:

@@ -93,7 +93,8 @@ _WRITTEN = (r"with [\d,]+ of ([\d,]+) (rows|files|steps)", r"with N of \1 \2")
 # into production seconds: start-up and job durations, how far a job got at its limit.
 _LAB1_RUN = (
     (r"ready in [\d.]+ s wall", "ready in T s wall"),
-    (r"[━╸╺]+ +\d+/", "BAR N/"),
+    # The bar, and the spaces where a bar with nothing done yet would be.
+    (r" +[━╸╺]* *\d+/(?=\d+ (?:invoices|files))", "  BAR N/"),
     (r"\b\d+ s (stopped|finished)", r"T s \1"),
     (r"after \d+ of", "after N of"),
     (r"(files|invoices) in \d+ s", r"\1 in T s"),
@@ -298,8 +299,12 @@ def record(entry: Transcript) -> str:
             f"{entry.name}: `{' '.join(entry.command)}` exited {result.returncode}, expected {entry.exit_code}:\n"
             + result.stdout[-2000:]
         )
-    # A reader's clone is not this machine's folder; the home-relative path is what they would see.
-    return normalise(f"$ {' '.join(entry.command)}\n{result.stdout}".replace(str(ROOT), "~/budgetlab"))
+    # A reader's clone is not this machine's folder, and keeps its progress (and logs) in .budgetlab
+    # itself: the home-relative path of a learner's own checkout is what they would see.
+    state = Path(_fresh_progress(entry.name)["BUDGETLAB_STATE_DIR"])
+    printed = result.stdout.replace(str(state), str(ROOT / ".budgetlab"))
+    printed = printed.replace(str(state.relative_to(ROOT)), ".budgetlab")
+    return normalise(f"$ {' '.join(entry.command)}\n{printed}".replace(str(ROOT), "~/budgetlab"))
 
 
 def compare(entry: Transcript, directory: Path = TRANSCRIPT_DIR) -> str | None:

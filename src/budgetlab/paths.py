@@ -34,6 +34,14 @@ def progress_dir() -> Path:
     return path
 
 
+def logs_dir() -> Path:
+    """Return the folder of check and run logs: the progress folder's, so that checks run side by side with
+    progress folders of their own (a proof's cases, the suite's tests) never write one log."""
+    path = progress_dir() / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def labs_root() -> Path:
     """Return the tree that holds labs/, solutions/ and tests/ (BUDGETLAB_LABS_ROOT overrides)."""
     override = os.environ.get("BUDGETLAB_LABS_ROOT")

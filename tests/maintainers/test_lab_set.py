@@ -140,8 +140,8 @@ def test_grader_agrees_on_a_case(lab, name, tmp_path):
         case = next(case for case in prove.base_cases(lab.number) if case.name == name)
     else:
         case = prove.variant_case(lab, next(v for v in variants.load(lab, ROOT) if v.name == name), tmp_path)
-    code, last = prove.check(case, tmp_path / "state")
-    assert code == case.expected, f"lab {lab.number} {case.name}: check exited {code}, not {case.expected}: {last}"
+    code, output = prove.check_output(case, tmp_path / "state")
+    assert code == case.expected, f"lab {lab.number} {case.name}: check exited {code}, not {case.expected}:\n{output}"
 
 
 def _load_script(name: str):

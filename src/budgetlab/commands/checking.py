@@ -31,7 +31,7 @@ from budgetlab.harness.importprobe import HANG_SECONDS, ImportProbe
 from budgetlab.harness.logcap import CappedLog
 from budgetlab.harness.workers import tree_of
 from budgetlab.labs import Lab
-from budgetlab.paths import display_path, labs_root, state_dir
+from budgetlab.paths import display_path, labs_root, logs_dir
 from budgetlab.stack.process import descendants, pid_alive, start_ticks
 from budgetlab.targets import Target
 
@@ -122,7 +122,7 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     saying so instead of failed checks, and nothing is graded.
     """
     preflight(lab, target)
-    logs = state_dir() / "logs"
+    logs = logs_dir()
     logs.mkdir(exist_ok=True)
     report = Path(tempfile.mkstemp(prefix="check-", suffix=".jsonl", dir=logs)[1])
     argv = [sys.executable, "-m", "pytest", str(lab.tests_dir()), "-p", "budgetlab.harness.grading",

@@ -27,7 +27,7 @@ from rich.text import Text
 from budgetlab.harness.rig import Rig
 from budgetlab.harness.workers import WorkerTree
 from budgetlab.inworker import clock
-from budgetlab.paths import state_dir
+from budgetlab.paths import logs_dir
 from budgetlab.stories.lab1 import SLUG, Budget, Worker, budget, from_log, lab_tasks, number, queue_of
 from budgetlab.stories.lab1 import start_masters, workers
 
@@ -80,7 +80,7 @@ def play(target_dir: Path, console: Console) -> int:
 
 
 def _start_masters(rig: Rig, console: Console) -> WorkerTree:
-    log = state_dir() / "logs" / "run-1.log"
+    log = logs_dir() / "run-1.log"
     started = time.monotonic()
     with console.status("starting the five masters of entrypoint.sh …"):
         tree = start_masters(rig, [f"{SLUG}.tasks"], log, {"KONTOR_WORKER_NAME": f"run-{uuid.uuid4().hex[:6]}"})

@@ -165,7 +165,8 @@ def _budget(sub: Subsystem) -> str:
     return "/".join("-" if not value else f"{value:g}" for value in (sub.soft, sub.hard)) + " s"
 
 
-def _live(subsystems: list[Subsystem], log: LogView, sent_at: float) -> Group:
+def _live(subsystems: list[Subsystem], log: LogView, sent_at: float, last: int | None = 12) -> Group:
+    """The live view: the jobs, then the worker log's `last` events (every one in the final frame)."""
     wall = time.monotonic() - sent_at
     head = Text.assemble(("t = ", "dim"), (f"{clock.to_production(wall):,.0f} s", "bold"), (" production · ", "dim"),
                          (f"{wall:.2f} s", "bold"), (" wall", "dim"))
@@ -183,7 +184,7 @@ def _live(subsystems: list[Subsystem], log: LogView, sent_at: float) -> Group:
     events.add_column(justify="right", style="dim", no_wrap=True)
     events.add_column(style="bold", no_wrap=True)
     events.add_column()
-    for event in sorted(log.events, key=lambda e: e.seconds)[-12:]:
+    for event in sorted(log.events, key=lambda e: e.seconds)[-last if last else 0:]:
         events.add_row(f"{event.seconds:,.0f} s", f"{clock.to_wall(event.seconds):.2f} s", event.who,
                        Text(event.text, style=event.style))
     return Group(head, Text(""), table, Text(""), Text("worker log (production s, wall s)", style="bold"), events,
@@ -215,7 +216,8 @@ def _watch(subsystems: list[Subsystem], tree: WorkerTree, console: Console, sent
                     break
             time.sleep(0.1)
         log = _refresh(subsystems, tree)
-        live.update(_live(subsystems, log, sent_at))
+        # The frame that stays on the screen shows the whole story, however many events it had.
+        live.update(_live(subsystems, log, sent_at, last=None))
     return log
 
 

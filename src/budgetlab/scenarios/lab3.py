@@ -24,7 +24,7 @@ from rich.text import Text
 
 from budgetlab.harness.rig import Rig
 from budgetlab.inworker import clock
-from budgetlab.paths import repo_root, state_dir
+from budgetlab.paths import logs_dir, repo_root
 from budgetlab.stories.lab3 import MODULE, OVERDUE, REMINDERS, SLUG, SUMMARY, TODAY, Run, in_line, snapshot, sweep
 
 NIGHTS = 3
@@ -64,7 +64,7 @@ def play(target_dir: Path, console: Console) -> int:
     console.print(f"Kontor's two invoice sweeps, {NIGHTS} nights in a row, as Celery beat sends them: one worker "
                   f"with {target_dir.name}/{SLUG}, a scratch copy of the seeded data.")
     console.print(Text(f"{clock.describe()}; model calls pinned at {MODEL_SECONDS:g} s each", style="dim"))
-    logs = state_dir() / "logs"
+    logs = logs_dir()
     logs.mkdir(exist_ok=True)
     sys.path.insert(0, str(target_dir))  # the sweeps' own querysets say which invoices are still in line
     try:
