@@ -1,1 +1,1 @@
-"""Lab 2: three batch jobs whose per-item error handling also catches the soft time limit."""
+"""Lab 2: three batch jobs that never reach a final state when they run out of time."""

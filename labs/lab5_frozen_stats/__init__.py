@@ -1,1 +1,1 @@
-"""Lab 5: a scan sampler whose deltas come back frozen inside a transaction."""
+"""Lab 5: a scan sampler whose deltas say a busy table was never scanned."""
