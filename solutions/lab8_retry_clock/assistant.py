@@ -17,8 +17,8 @@ recovering:
 - no attempt starts more than 60 s after the question was asked, and no
   retry of it is still waiting to run once it has ended;
 - after a 429, the next attempt waits at least what Retry-After asks;
-- the retries spread out: no two seconds at the provider hold more than
-  half of them.
+- questions refused together do not come back together: no more than half
+  of their first retries (or second, ...) within the same two seconds.
 """
 
 import logging

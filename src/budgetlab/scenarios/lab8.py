@@ -91,10 +91,10 @@ def _show_questions(console: Console, afternoon: lab8.Afternoon) -> None:
     console.print(Text("✗: the provider refused that attempt (429 or 503)", style="dim"))
     late = lab8.late_questions(afternoon.questions)
     console.print(f"questions that missed the promise: {len(late)} of {len(afternoon.questions)}")
-    most, total, shortest = lab8.retries_in_step(afternoon)
+    most, total, shortest, number = lab8.retries_in_step(afternoon)
     if total:
-        console.print(f"retries: {total}; the most that came back within the same {lab8.STEP_WINDOW:g} s after "
-                      f"their refusal: {most} (from {shortest:.0f} s after it)")
+        console.print(f"retry number {number}: {total} questions; the most that came back within the same "
+                      f"{lab8.STEP_WINDOW:g} s after their refusal: {most} (from {shortest:.0f} s after it)")
     for problem in lab8.early_retries(afternoon)[:3]:
         console.print(Text(problem, style="red"))
 

@@ -48,8 +48,9 @@ TOLERANCE = 10.0
 START_TOLERANCE = 2.0
 # How much earlier than Retry-After asked a retry may arrive (clock rounding between processes).
 RETRY_AFTER_TOLERANCE = 0.5
-# Retries "in step": more than half of them reaching the provider within the same two seconds after
-# the refusal before them (a machine's scheduling stretches a fixed wait by up to a second or so).
+# Retries "in step": more than half of the questions' first (or second, ...) retries reaching the
+# provider within the same two seconds after the refusal before them (a machine's scheduling
+# stretches a fixed wait by up to a second or so).
 STEP_WINDOW = 2.0
 STEP_SHARE = 0.5
 # Fewer retries than this say nothing about a spread.
@@ -436,36 +437,45 @@ def early_retries(afternoon: Afternoon) -> list[str]:
     return problems
 
 
-def retry_delays(afternoon: Afternoon) -> list[float]:
-    """Return, for every retry of a question, how long after the refusal before it the retry reached the provider."""
-    return sorted(after.at - before.at for q in afternoon.questions for before, after in zip(q.calls, q.calls[1:])
-                  if before.behaviour != "ok")
+def retry_delays(afternoon: Afternoon) -> dict[int, list[float]]:
+    """Return, for each retry number (1: a question's first retry), how long after the refusal before it each came back."""
+    delays: dict[int, list[float]] = {}
+    for q in afternoon.questions:
+        for number, (before, after) in enumerate(zip(q.calls, q.calls[1:]), start=1):
+            if before.behaviour != "ok":
+                delays.setdefault(number, []).append(after.at - before.at)
+    return {number: sorted(found) for number, found in delays.items()}
 
 
-def retries_in_step(afternoon: Afternoon) -> tuple[int, int, float]:
-    """Return how many retries came back within one STEP_WINDOW of delay after their refusal, of how many, and from when.
+def retries_in_step(afternoon: Afternoon) -> tuple[int, int, float, int]:
+    """Return the tightest bunch of retries: how many came back within one STEP_WINDOW of delay, of how many, from when, which retry.
 
     Questions refused together and retried after the same delay reach the
     provider together again: the provider sees the burst it refused come
-    back. Measured on the delays rather than on the provider's clock, so
+    back. Measured on the delays, one retry number at a time (every first
+    retry, every second one, ...), rather than on the provider's clock, so
     that the worker's own pace on a busy machine, which spreads the first
     burst, cannot hide retries that are in step.
     """
-    delays = retry_delays(afternoon)
-    most, shortest, start = 0, 0.0, 0
-    for end, delay in enumerate(delays):
-        while delay - delays[start] > STEP_WINDOW:
-            start += 1
-        if end - start + 1 > most:
-            most, shortest = end - start + 1, delays[start]
-    return most, len(delays), shortest
+    worst = (0, 0, 0.0, 0)
+    for number, delays in retry_delays(afternoon).items():
+        most, shortest, start = 0, 0.0, 0
+        for end, delay in enumerate(delays):
+            while delay - delays[start] > STEP_WINDOW:
+                start += 1
+            if end - start + 1 > most:
+                most, shortest = end - start + 1, delays[start]
+        if len(delays) >= STEP_MINIMUM and most / len(delays) > (worst[0] / worst[1] if worst[1] else 0):
+            worst = (most, len(delays), shortest, number)
+    return worst
 
 
 def in_step(afternoon: Afternoon) -> str | None:
     """Describe retries that came back in step; None when they spread out."""
-    most, total, shortest = retries_in_step(afternoon)
-    if total >= STEP_MINIMUM and most > STEP_SHARE * total:
-        return (f"{most} of {total} retries reached the provider between {shortest:.0f} and "
+    most, total, shortest, number = retries_in_step(afternoon)
+    if total and most > STEP_SHARE * total:
+        which = {1: "first", 2: "second", 3: "third"}.get(number, f"{number}th")
+        return (f"{most} of {total} questions' {which} retries reached the provider between {shortest:.0f} and "
                 f"{shortest + STEP_WINDOW:.0f} s after the refusal before them: questions the provider refused "
                 "together came back together, and were refused together again")
     return None
