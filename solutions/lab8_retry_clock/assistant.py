@@ -22,7 +22,7 @@ recovering:
 """
 
 import logging
-import random
+from random import uniform
 import time
 
 import openai
@@ -71,7 +71,7 @@ def retry_after(exc: openai.APIStatusError) -> float:
 
 def retry_delay(exc: openai.APIStatusError) -> float:
     """Return how long to wait before the next attempt: what the provider asks, at least, spread at random."""
-    return max(SERVER_ERROR_WAIT, retry_after(exc)) + random.uniform(0, SPREAD)
+    return max(SERVER_ERROR_WAIT, retry_after(exc)) + uniform(0, SPREAD)
 
 
 # Each attempt may take 45 s; fifteen more for the hard limit to clean up after one that ignores it.

@@ -14,7 +14,7 @@ no item it answered is asked again.
 """
 
 import logging
-import random
+from random import uniform
 import time
 
 import openai
@@ -43,7 +43,7 @@ def retry_delay(exc: openai.APIStatusError) -> float:
         asked = float(exc.response.headers.get("retry-after", 0))
     except ValueError:
         asked = 0.0
-    return max(SERVER_ERROR_WAIT, asked) + random.uniform(0, SPREAD)
+    return max(SERVER_ERROR_WAIT, asked) + uniform(0, SPREAD)
 
 
 def ask_patiently(prompt: str) -> str:
