@@ -18,7 +18,7 @@ recovering:
   retry of it is still waiting to run once it has ended;
 - after a 429, the next attempt waits at least what Retry-After asks;
 - questions refused together do not come back together: no more than half
-  of their first retries (or second, ...) within the same two seconds.
+  of their first retries (or second, ...) within the same four seconds.
 """
 
 import logging

@@ -48,6 +48,6 @@ def test_retries_wait_for_what_the_provider_asks(afternoon):
 
 
 def test_retries_do_not_come_back_in_step(afternoon):
-    """The refused questions' retries spread out: no two seconds of delay after a refusal hold more than half of the first (or second, ...) retries."""
+    """The refused questions' retries spread out: no four seconds of delay after a refusal hold more than half of the first (or second, ...) retries."""
     problem = lab8.in_step(afternoon)
     assert problem is None, problem

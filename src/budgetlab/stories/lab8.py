@@ -49,9 +49,10 @@ START_TOLERANCE = 2.0
 # How much earlier than Retry-After asked a retry may arrive (clock rounding between processes).
 RETRY_AFTER_TOLERANCE = 0.5
 # Retries "in step": more than half of the questions' first (or second, ...) retries reaching the
-# provider within the same two seconds after the refusal before them (a machine's scheduling
-# stretches a fixed wait by up to a second or so).
-STEP_WINDOW = 2.0
+# provider within the same four seconds after the refusal before them. A fixed wait reaches the
+# provider a little late by however long the worker takes to start the attempt, which a machine
+# loaded far past its two cores stretches to a few production seconds.
+STEP_WINDOW = 4.0
 STEP_SHARE = 0.5
 # Fewer retries than this say nothing about a spread.
 STEP_MINIMUM = 6
@@ -60,9 +61,11 @@ STEP_MINIMUM = 6
 ANSWERED_SHARE = 0.25
 
 # The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
-# asks for 10 s in Retry-After, and answers one refusal in four with a 503.
+# asks for 20 s in Retry-After, and answers one refusal in four with a 503. Twenty seconds, well
+# above the few production seconds a loaded machine adds before an attempt reaches the provider,
+# so that a retry sent too early still arrives too early.
 LATENCY = 2.0
-LIMITED = {"rate": 0.15, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
+LIMITED = {"rate": 0.15, "burst": 3, "retry_after": 20.0, "server_error_every": 4}
 # Questions asked in each phase: healthy, rate-limited (all at once), recovered.
 BEFORE, DURING, AFTER = 4, 20, 4
 REVIEW_ITEMS = 6
