@@ -17,8 +17,8 @@ recovering:
 - no attempt starts more than 60 s after the question was asked, and no
   retry of it is still waiting to run once it has ended;
 - after a 429, the next attempt waits at least what Retry-After asks;
-- questions refused together do not come back together: no more than half
-  of their first retries (or second, ...) within the same four seconds.
+- questions refused together do not come back together: of their retries
+  after a 429, never two thirds within the same two seconds of waiting.
 """
 
 import logging

@@ -85,11 +85,11 @@ def _show_questions(console: Console, afternoon: lab8.Afternoon) -> None:
     for q in afternoon.questions:
         starts = " ".join(f"{c.at - q.asked:.0f}{'' if c.behaviour == 'ok' else '✗'}" for c in q.calls)
         took = "" if q.took is None else f"{q.took:.0f} s"
-        style = "red" if q.took is None or q.took > lab8.PROMISE + lab8.TOLERANCE else None
+        style = "red" if q.took is None or q.took > lab8.PROMISE + lab8.TOLERANCE + afternoon.lag else None
         table.add_row(str(q.number), q.phase, str(len(q.calls)), starts, _outcome(q), Text(took, style=style or ""))
     console.print(table)
     console.print(Text("✗: the provider refused that attempt (429 or 503)", style="dim"))
-    late = lab8.late_questions(afternoon.questions)
+    late = lab8.late_questions(afternoon.questions, afternoon.lag)
     console.print(f"questions that missed the promise: {len(late)} of {len(afternoon.questions)}")
     most, total, shortest, number = lab8.retries_in_step(afternoon)
     if total:
@@ -135,7 +135,7 @@ def _show_provider(console: Console, afternoon: lab8.Afternoon) -> None:
         bar = "█" * ok + "░" * (len(inside) - ok)
         console.print(f"  {start - afternoon.spell_started:5.0f} s  {bar:<30.30} {len(inside):3d} calls, "
                       f"peak {max(per_second.values())}/s")
-    kept = not lab8.late_questions(afternoon.questions) and not lab8.review_problems(afternoon)
+    kept = not lab8.late_questions(afternoon.questions, afternoon.lag) and not lab8.review_problems(afternoon)
     if kept:
         console.print(Text("Every question kept its promise and the review ended once. Next: budgetlab check 8",
                            style="bold green"))
