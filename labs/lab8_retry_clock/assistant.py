@@ -18,7 +18,7 @@ recovering:
   retry of it is still waiting to run once it has ended;
 - after a 429, the next attempt waits at least what Retry-After asks;
 - questions refused together do not come back together: of their retries
-  after a 429, never two thirds within the same two seconds of waiting.
+  after a 429, never four in five within the same two seconds of waiting.
 """
 
 import logging

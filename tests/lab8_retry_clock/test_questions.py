@@ -48,6 +48,6 @@ def test_retries_wait_for_what_the_provider_asks(afternoon):
 
 
 def test_retries_do_not_come_back_in_step(afternoon):
-    """Questions refused together do not come back together: never two thirds of their retries after a 429 due within the same two seconds."""
+    """Questions refused together do not come back together: never four in five of their retries after a 429 due within the same two seconds."""
     problem = lab8.in_step(afternoon)
     assert problem is None, problem

@@ -56,13 +56,14 @@ RETRY_AFTER_TOLERANCE = 0.5
 # How often the story looks at the messages waiting in Redis, wall seconds: a retry waits there for
 # its whole countdown, a second's countdown 40 ms of wall time, many times this.
 WATCH_EVERY = 0.005
-# Retries "in step": of the questions' first (or second, ...) retries after a 429, more than two
-# thirds meant to start within the same two seconds after the refusal. Spread at random over
-# twenty seconds, eight or more retries bunch up like that about once in a thousand afternoons.
+# Retries "in step": of the questions' first (or second, ...) retries after a 429, more than four in
+# five meant to start within the same two seconds after the refusal. Spread at random over twenty
+# seconds, five or more retries bunch up like that about once in four hundred afternoons at worst
+# (six retries), far less often with more; a fixed wait puts all of them there.
 STEP_WINDOW = 2.0
-STEP_SHARE = 2 / 3
+STEP_SHARE = 0.8
 # Fewer retries of one number than this say nothing about a spread.
-STEP_MINIMUM = 8
+STEP_MINIMUM = 5
 # While the provider rate-limits, at least this share of the questions should still be answered:
 # it lets enough calls through for that within their promise.
 ANSWERED_SHARE = 0.25
