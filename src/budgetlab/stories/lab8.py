@@ -64,9 +64,9 @@ STEP_WINDOW = 2.0
 STEP_SHARE = 0.8
 # Fewer retries of one number than this say nothing about a spread.
 STEP_MINIMUM = 5
-# While the provider rate-limits, at least this share of the questions should still be answered:
-# it lets enough calls through for that within their promise.
-ANSWERED_SHARE = 0.25
+# While the provider rate-limits, at least this share of the questions it refuses with time left for
+# a retry (Retry-After and a few seconds before the deadline) should be tried again in time.
+RETRIED_SHARE = 0.25
 
 # The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
 # asks for 10 s in Retry-After, and answers one refusal in four with a 503.
@@ -505,6 +505,17 @@ def late_questions(questions: list[Question], lag: float = 0.0) -> list[str]:
         elif q.status == "succeeded" and q.answers != 1:
             problems.append(f"{q.name} ended 'succeeded' with {q.answers} answers stored")
     return problems
+
+
+def refused_and_retried(questions: list[Question]) -> tuple[list[Question], list[Question]]:
+    """Return the questions refused early enough to be retried in time, and those of them that were."""
+    leave = LIMITED["retry_after"] + 5
+    refused = [q for q in questions
+               if any(c.behaviour != "ok" and c.at + leave <= q.deadline for c in q.calls)]
+    retried = [q for q in refused
+               if any(before.behaviour != "ok" and after.at <= q.deadline + START_TOLERANCE + MOST_LAG
+                      for before, after in zip(q.calls, q.calls[1:]))]
+    return refused, retried
 
 
 def late_attempts(afternoon: Afternoon) -> list[str]:
