@@ -93,8 +93,8 @@ def _show_questions(console: Console, afternoon: lab8.Afternoon) -> None:
     console.print(f"questions that missed the promise: {len(late)} of {len(afternoon.questions)}")
     most, total, shortest, number = lab8.retries_in_step(afternoon)
     if total:
-        console.print(f"retry number {number}: {total} questions; the most that came back within the same "
-                      f"{lab8.STEP_WINDOW:g} s after their refusal: {most} (from {shortest:.0f} s after it)")
+        console.print(f"retry number {number} after a 429: {total} questions; the most due within the same "
+                      f"{lab8.STEP_WINDOW:g} s of waiting: {most} (from {shortest:.0f} s after the 429)")
     for problem in lab8.early_retries(afternoon)[:3]:
         console.print(Text(problem, style="red"))
 

@@ -241,7 +241,7 @@ class WebProcess:
     def _read_line(self, timeout: float, what: str) -> str:
         line = self.proc.stdout.readline()
         if not line:
-            raise WebProcessEnded(f"Kontor's web process ended before it sent {what}; see its log")
+            raise WebProcessEnded(f"Kontor's web process ended before it sent {what}")
         return line.strip()
 
     def stop(self) -> None:
