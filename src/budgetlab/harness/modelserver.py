@@ -10,6 +10,13 @@ time through POST /admin/mode:
     slow     the provider's slow afternoon: calls cycle through hanging,
              sending headers and then stalling the body, 429 with
              Retry-After, and 503
+    limited  the provider rate-limits: a token bucket lets `rate` calls a
+             second through (at most `burst` at once), answered after
+             `latency`; every other call gets 429 with Retry-After, and
+             one refusal in `server_error_every` a 503 instead
+
+In every mode, a call whose prompt contains a marker listed in `failing`
+gets a 503, every time.
 
 All durations, in the mode and in Retry-After, are production seconds; the
 service sleeps them on the lab clock it was started with. GET /admin/stats
@@ -43,7 +50,11 @@ from kontor.latency import MODEL_CALL, keyed_rng
 
 SLOW_PATTERN = ("hang", "slow_body", "hang", "rate_limit", "server_error")
 DEFAULT_MODE = {"mode": "healthy", "latency": None, "hang": 1200.0, "retry_after": 20.0,
-                "pattern": list(SLOW_PATTERN), "seed": 7}
+                "pattern": list(SLOW_PATTERN), "seed": 7, "rate": 4.0, "burst": 4, "server_error_every": 0,
+                "failing": []}
+MODES = ("healthy", "slow", "limited")
+# The calls the service remembers for GET /admin/calls; older ones are dropped.
+CALL_LOG = 5000
 BEHAVIOURS = {"ok", *SLOW_PATTERN}
 
 
@@ -58,30 +69,61 @@ class State:
         self.requests = 0
         self.open = 0
         self.served: dict[str, int] = {}
+        self.tokens = 0.0
+        self.refilled = time.monotonic()
+        self.refused = 0
+        self.calls: list[dict] = []
 
     def set_mode(self, spec: dict) -> dict:
         unknown = set(spec) - set(DEFAULT_MODE)
-        if unknown or spec.get("mode", "healthy") not in ("healthy", "slow"):
+        if unknown or spec.get("mode", "healthy") not in MODES:
             raise ValueError(f"unknown mode settings: {sorted(unknown) or spec.get('mode')}")
         if not set(spec.get("pattern", SLOW_PATTERN)) <= BEHAVIOURS:
             raise ValueError(f"a pattern names only {sorted(BEHAVIOURS)}")
         with self.lock:
             self.mode = {**DEFAULT_MODE, **spec}
             self.cycle = itertools.cycle(self.mode["pattern"])
+            self.tokens, self.refilled, self.refused = float(self.mode["burst"]), time.monotonic(), 0
             return dict(self.mode)
 
-    def next_behaviour(self) -> tuple[str, dict]:
-        """Count a request; return what to do with it and the mode it arrived in."""
+    def next_behaviour(self, prompt: str = "") -> tuple[str, dict]:
+        """Count a request and log it; return what to do with it and the mode it arrived in."""
         with self.lock:
             self.requests += 1
             mode = dict(self.mode)
-            behaviour = next(self.cycle) if mode["mode"] == "slow" else "ok"
+            if any(marker in prompt for marker in mode["failing"]):
+                behaviour = "server_error"
+            elif mode["mode"] == "slow":
+                behaviour = next(self.cycle)
+            elif mode["mode"] == "limited":
+                behaviour = self._limited(prompt, mode)
+            else:
+                behaviour = "ok"
             self.served[behaviour] = self.served.get(behaviour, 0) + 1
+            self.calls.append({"wall": time.time(), "behaviour": behaviour, "prompt": prompt[:300],
+                               "retry_after": mode["retry_after"] if behaviour == "rate_limit" else None})
+            del self.calls[:-CALL_LOG]
             return behaviour, mode
+
+    def _limited(self, prompt: str, mode: dict) -> str:
+        """The token bucket, in production seconds: `rate` tokens a second, never more than `burst`."""
+        now = time.monotonic()
+        elapsed = (now - self.refilled) / self.time_scale
+        self.tokens, self.refilled = min(float(mode["burst"]), self.tokens + elapsed * mode["rate"]), now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return "ok"
+        self.refused += 1
+        every = int(mode["server_error_every"])
+        return "server_error" if every and self.refused % every == 0 else "rate_limit"
 
     def holding(self, delta: int) -> None:
         with self.lock:
             self.open += delta
+
+    def call_log(self) -> list[dict]:
+        with self.lock:
+            return [dict(call) for call in self.calls]
 
     def stats(self) -> dict:
         with self.lock:
@@ -117,6 +159,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/admin/stats":
             self.send_json(200, self.server.state.stats())
+        elif self.path == "/admin/calls":
+            self.send_json(200, {"calls": self.server.state.call_log()})
         elif self.path == "/v1/models":
             self.send_json(200, {"object": "list", "data": [{"id": "kontor-assistant-1", "object": "model",
                                                              "created": 0, "owned_by": "budgetlab"}]})
@@ -145,7 +189,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, error_body("invalid_request_error", "messages must be a non-empty list"))
             return
         prompt = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-        behaviour, mode = self.server.state.next_behaviour()
+        behaviour, mode = self.server.state.next_behaviour(prompt)
         digest = hashlib.sha1(prompt.encode()).hexdigest()[:8]
         if behaviour == "rate_limit":
             self.send_json(429, error_body("rate_limit_error", "Rate limit reached; try again later."),
@@ -305,11 +349,15 @@ class ModelService:
             return json.loads(response.read())
 
     def set_mode(self, mode: str = "healthy", **settings) -> dict:
-        """Switch the service: healthy (latency=None for the production model) or slow."""
+        """Switch the service: healthy (latency=None for the production model), slow or limited."""
         return self._call("/admin/mode", {"mode": mode, **settings})
 
     def stats(self) -> dict:
         return self._call("/admin/stats")
+
+    def calls(self) -> list[dict]:
+        """Every call the service has seen (the newest few thousand): its wall arrival, what it got, its prompt."""
+        return self._call("/admin/calls")["calls"]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,641 @@
+"""Lab 8's story, shared by `budgetlab run 8` and its checks: an afternoon of questions while the provider rate-limits.
+
+One prefork worker runs the target's assistant and month-end review
+against a real model service, called through the official openai client.
+Kontor's web process, a small process of its own on the lab clock, stores
+each question and hands it to the target's `ask_question`, so the moment
+a question is asked is production time, as the target's code reads it.
+
+The afternoon: while the provider is healthy the review starts (one of
+its items the provider fails every time) and a few people ask; then the
+provider rate-limits, a token bucket that lets a few calls a minute
+through, and twenty people ask at once; then it recovers and a few more
+ask. The service logs every call it receives; after the afternoon the
+story reads every question's row, every call, and the messages still
+waiting in Redis. Every time here is production seconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
+from budgetlab.inworker import clock
+from budgetlab.stack import process
+from budgetlab.stories.reading import wait_until
+
+SLUG = "lab8_retry_clock"
+MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
+QUESTION_TASK = "kontor.assistant.answer_question"
+REVIEW_TASK = "kontor.assistant.review_month"
+FINAL = ("succeeded", "failed")
+TRY_AGAIN = re.compile(r"try\s+again", re.IGNORECASE)
+
+# The promise, as the lab's docstring states it: from the question to its final state, all attempts together.
+PROMISE = 60.0
+# How far past the promise a final write may land and still count as kept: the last attempt's
+# call and its database writes, on a busy machine whose milliseconds the lab clock stretches.
+TOLERANCE = 10.0
+# How far past the deadline an attempt may reach the provider and still count as started in time.
+START_TOLERANCE = 2.0
+# On a machine loaded far past its two cores, a worker may start a retry many production seconds
+# after its ETA (a due message waits for a child, the child for a core). The checks measure that lag
+# (Afternoon.lag) and excuse up to this much of it, in production seconds, on top of the tolerances.
+MOST_LAG = 30.0
+# How much earlier than Retry-After asked a retry may be due (clock rounding between processes).
+RETRY_AFTER_TOLERANCE = 0.5
+# How often the story looks at the messages waiting in Redis, wall seconds: a retry waits there for
+# its whole countdown, a second's countdown 40 ms of wall time, many times this.
+WATCH_EVERY = 0.005
+# Retries "in step": of the questions' first (or second, ...) retries after a 429, more than four in
+# five meant to start within the same two seconds after the refusal. Spread at random over twenty
+# seconds, five or more retries bunch up like that about once in four hundred afternoons at worst
+# (six retries), far less often with more; a fixed wait puts all of them there.
+STEP_WINDOW = 2.0
+STEP_SHARE = 0.8
+# Fewer retries of one number than this say nothing about a spread.
+STEP_MINIMUM = 5
+# While the provider rate-limits, at least this share of the questions it refuses with time left for
+# a retry (Retry-After and a few seconds before the deadline) should be tried again in time.
+RETRIED_SHARE = 0.25
+
+# The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
+# asks for 10 s in Retry-After, and answers one refusal in four with a 503.
+LATENCY = 2.0
+LIMITED = {"rate": 0.15, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
+# Questions asked in each phase: healthy, rate-limited (all at once), recovered.
+BEFORE, DURING, AFTER = 4, 20, 4
+REVIEW_ITEMS = 6
+# The review item the provider fails every time (its prompt names this marker).
+FAILING_ITEM = 4
+# How long the review may take before a check reads it, production seconds: it needs well under 120.
+REVIEW_WAIT = 300.0
+# Six children: the twenty questions' first attempts reach the provider within a second or two.
+CONCURRENCY = 6
+# Lab 8 runs on a clock at most 25 times faster than production: every attempt is a real HTTP
+# call, a database write and a Redis message, whose real milliseconds a faster clock would turn
+# into whole seconds of a one-second window. BUDGETLAB_CLOCK=1 stays real time.
+SLOWEST_SCALE = 0.04
+MARKER = re.compile(r"\[(q|r)-(\d+)(?:-(\d+))?\]")
+
+
+def time_scale() -> float:
+    """Return the wall seconds per production second that lab 8's worker, service and checks run on."""
+    return max(clock.factor(), SLOWEST_SCALE)
+
+
+def to_wall(production_seconds: float) -> float:
+    return clock.to_wall(production_seconds, time_scale())
+
+
+def production_now() -> float:
+    return clock.production_now(time_scale())
+
+
+@dataclass
+class Call:
+    """One call the provider received: when (production timestamp), what it answered, and whose it was."""
+
+    at: float
+    behaviour: str  # ok, rate_limit, server_error
+    retry_after: float | None
+    key: str  # "q-12" for question 12, "r-1-4" for the review's item 4, "" when the prompt names neither
+
+
+@dataclass
+class Question:
+    number: int
+    phase: str
+    run_id: int
+    asked: float  # production timestamp the web process stored the question at
+    status: str = "running"
+    message: str = ""
+    finished: float | None = None
+    answers: int = 0
+    calls: list = field(default_factory=list)
+    # The ETA of each Celery retry message of this question the story saw wait in Redis (production
+    # timestamps); empty for retries made inside a task.
+    retries_queued: list = field(default_factory=list)
+
+    def scheduled(self, before: Call, after: Call) -> float:
+        """Return when the retry after a refusal was meant to start.
+
+        A retry sent through Celery carries its ETA, set by the worker when it
+        was sent: that, not the moment a busy machine got it to the provider,
+        is when it was meant to start. A retry made inside a task shows only
+        its arrival at the provider.
+        """
+        return next((eta for eta in self.retries_queued if before.at <= eta <= after.at + RETRY_AFTER_TOLERANCE),
+                    after.at)
+
+    @property
+    def name(self) -> str:
+        return f"question {self.number}"
+
+    @property
+    def deadline(self) -> float:
+        return self.asked + PROMISE
+
+    @property
+    def took(self) -> float | None:
+        return None if self.finished is None or self.status not in FINAL else self.finished - self.asked
+
+
+@dataclass
+class Review:
+    run_id: int
+    status: str = "running"
+    message: str = ""
+    answers: dict = field(default_factory=dict)  # item number -> answers stored
+    failures: list = field(default_factory=list)  # item numbers recorded as failed, once per record
+    calls: dict = field(default_factory=dict)  # item number -> its Calls
+
+
+@dataclass
+class Pending:
+    """A message still waiting in Redis when the afternoon was read: which task, for which run, due when."""
+
+    task: str
+    run_id: int | None
+    eta: float | None  # production timestamp; None: due at once
+    expires: float | None
+
+    @property
+    def would_run(self) -> bool:
+        return self.expires is None or self.eta is None or self.eta < self.expires
+
+
+@dataclass
+class Afternoon:
+    questions: list = field(default_factory=list)
+    review: Review | None = None
+    calls: list = field(default_factory=list)
+    pending: list = field(default_factory=list)
+    # Every question message with an ETA seen waiting in Redis: (task id, retry number) -> (run id, ETA).
+    queued: dict = field(default_factory=dict)
+    spell_started: float = 0.0
+
+    @property
+    def lag(self) -> float:
+        """The longest the worker took to get a due Celery retry to the provider, production seconds (at most MOST_LAG).
+
+        That time is the machine's: the retry was due, and the code had
+        asked for it in time.
+        """
+        lags = [after.at - q.scheduled(before, after) for q in self.questions
+                for before, after in zip(q.calls, q.calls[1:]) if q.scheduled(before, after) != after.at]
+        return min(max(lags, default=0.0), MOST_LAG)
+
+    def phase(self, name: str) -> list[Question]:
+        return [q for q in self.questions if q.phase == name]
+
+    def retries(self) -> list[Call]:
+        """Every call of a question after its first one."""
+        return sorted((c for q in self.questions for c in q.calls[1:]), key=lambda c: c.at)
+
+
+def _models():
+    from kontor.books import models
+
+    return models
+
+
+def worker_argv(queue: str, hostname: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "kontor.celery_app", "worker", "-Q", queue, "-n", hostname,
+            "-c", str(CONCURRENCY), "-l", "INFO", *FAST_FLAGS]
+
+
+class WebProcessEnded(RuntimeError):
+    """Kontor's web process ended early: the target's assistant module did not import, or ask_question raised."""
+
+
+class WebProcess:
+    """Kontor's web process on the lab clock: each line `N` it reads stores question N and calls ask_question."""
+
+    def __init__(self, rig, queue: str, service, log):
+        env = rig.environment(MODULES, extra_env={"KONTOR_MODEL_BASE_URL": service.base_url,
+                                                  "BUDGETLAB_CLOCK": str(time_scale())}).variables()
+        self.out = open(log, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "budgetlab.stories.lab8", "web", queue],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.out, env=env,
+                                     start_new_session=True, text=True, bufsize=1)
+
+    def ready(self, timeout: float = 30.0) -> None:
+        self._read_line(timeout, "ready")
+
+    def ask(self, numbers: list[int]) -> dict[int, int]:
+        """Ask these questions at once; return each one's run id."""
+        self.proc.stdin.write("".join(f"{n}\n" for n in numbers))
+        self.proc.stdin.flush()
+        return {n: int(self._read_line(10.0, "a question's id")) for n in numbers}
+
+    def _read_line(self, timeout: float, what: str) -> str:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise WebProcessEnded(f"Kontor's web process ended before it sent {what}")
+        return line.strip()
+
+    def stop(self) -> None:
+        process.end_child(self.proc, signal.SIGTERM, grace=2)
+        self.out.close()
+
+
+def last_error(log) -> str:
+    """Return the last line of a traceback (or of anything) a process wrote to its log."""
+    try:
+        lines = [line for line in open(log, errors="replace").read().splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1].strip() if lines else "(the log is empty)"
+
+
+def serve_web(queue: str) -> int:
+    """The web process itself: store each question read from stdin, hand it to the target's ask_question."""
+    import importlib
+
+    import kontor.celery_app  # noqa: F401 - Django set up, Celery configured from Kontor's settings
+
+    kontor.celery_app.app.conf.task_default_queue = queue
+    assistant = importlib.import_module(f"{SLUG}.assistant")
+    m = _models()
+    company = m.Company.objects.order_by("id").first()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        number = int(line)
+        run = m.AgentRun.objects.create(company=company, steps=["Answer the customer"],
+                                        goal=f"Why was invoice {1000 + number} charged twice? [q-{number}]")
+        assistant.ask_question(run.pk)
+        print(run.pk, flush=True)
+    return 0
+
+
+def _calls(service) -> list[Call]:
+    scale = time_scale()
+    found = []
+    for raw in service.calls():
+        match = MARKER.search(raw["prompt"])
+        key = "" if not match else "-".join(filter(None, match.groups()))
+        found.append(Call(at=clock.production_time(raw["wall"], scale), behaviour=raw["behaviour"],
+                          retry_after=raw["retry_after"], key=key))
+    return found
+
+
+def _timestamp(value) -> float | None:
+    if value in (None, ""):
+        return None
+    import datetime
+
+    if isinstance(value, (int, float)):
+        return float(value)
+    moment = datetime.datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def pending_messages(broker_url: str, queue: str) -> list[Pending]:
+    """Every task message still in Redis: queued, or held by the worker until its ETA (kombu's unacked hash)."""
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    try:
+        messages = _messages(client, queue)
+    finally:
+        client.close()
+    return [Pending(task=m["headers"].get("task", "?"), run_id=_run_id(m), eta=_timestamp(m["headers"].get("eta")),
+                    expires=_timestamp(m["headers"].get("expires"))) for m in messages]
+
+
+def _messages(client, queue: str, known: set | None = None) -> list[dict]:
+    """Every task message in Redis now: queued, or held by a worker until its ETA (kombu's unacked hash).
+
+    Raw messages already in `known` are skipped (and new ones added to it), so
+    a watcher that looks often parses each message once.
+    """
+    found = []
+    raw = [*client.lrange(queue, 0, -1), *client.hvals("unacked")]
+    for item in raw:
+        if known is not None:
+            if item in known:
+                continue
+            known.add(item)
+        try:
+            message = json.loads(item)
+            if isinstance(message, list):  # the unacked hash keeps [message, exchange, routing key]
+                message = message[0]
+            body = message["body"]
+            if (message.get("properties") or {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            args, kwargs, _ = json.loads(body)
+            found.append({"headers": message.get("headers") or {}, "args": args, "kwargs": kwargs})
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue
+    return found
+
+
+def _run_id(message: dict) -> int | None:
+    ids = [v for v in [*message["args"], *message["kwargs"].values()] if isinstance(v, int) and not isinstance(v, bool)]
+    return ids[0] if ids else None
+
+
+class RetryWatcher(threading.Thread):
+    """Notes every question message with an ETA while it waits in Redis: which run, and when it is due."""
+
+    def __init__(self, broker_url: str, queue: str):
+        super().__init__(daemon=True)
+        import redis
+
+        self.client, self.queue = redis.Redis.from_url(broker_url), queue
+        self.stop_event = threading.Event()
+        self.seen: dict[tuple, tuple] = {}
+        self.known: set = set()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(WATCH_EVERY):
+            try:
+                messages = _messages(self.client, self.queue, self.known)
+            except Exception:  # noqa: BLE001 - Redis going away with the rig; what was seen stands
+                return
+            for message in messages:
+                headers = message["headers"]
+                eta = _timestamp(headers.get("eta"))
+                if eta is None or headers.get("task") != QUESTION_TASK:
+                    continue
+                self.seen.setdefault((headers.get("id"), headers.get("retries")), (_run_id(message), eta))
+
+    def stop(self) -> dict:
+        self.stop_event.set()
+        self.join(2)
+        self.client.close()
+        return dict(self.seen)
+
+
+def _decided(questions: list[Question], watcher: RetryWatcher) -> bool:
+    """Whether every question has ended, or is past its promise and every lag this story would excuse.
+
+    A question whose last Celery retry was due before its deadline may end
+    up to MOST_LAG later on a busy machine; any other is read once its
+    promise and the tolerance are over.
+    """
+    final = set(_models().AgentRun.objects.filter(pk__in=[q.run_id for q in questions], status__in=FINAL)
+                .values_list("pk", flat=True))
+    now = production_now()
+    due_in_time = {run_id for run_id, eta in list(watcher.seen.values())
+                   for q in questions if q.run_id == run_id and eta <= q.deadline}
+    return all(q.run_id in final or now > q.deadline + TOLERANCE + 1 + (MOST_LAG if q.run_id in due_in_time else 0)
+               for q in questions)
+
+
+def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None,
+                   hostname: str | None = None, linger: float = 0.0) -> Afternoon:
+    """Start the worker and the web process with the target's code and play the afternoon.
+
+    `rig.django()` must be active. `on_phase` hears "worker", "healthy",
+    "limited", "recovered" and "done". `linger` production seconds more are
+    given to retries still waiting (the live view shows them; checks read
+    the waiting messages instead). Raises WorkerDidNotStart when the
+    target's code does not start.
+    """
+    m = _models()
+    service.set_mode("healthy", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
+    web = WebProcess(rig, queue, service, rig.folder() / "web.log")
+    try:
+        rig.start_worker([queue], MODULES, log=log, argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
+                         extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
+        web.ready()
+        watcher = RetryWatcher(rig.broker_url, queue)
+        watcher.start()
+        on_phase("worker")
+        afternoon = Afternoon()
+        review = m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal="the month of March",
+                                           steps=[f"Explain open item {n} [r-1-{n}]" for n in range(1, REVIEW_ITEMS + 1)])
+        rig.client.send_task(REVIEW_TASK, args=[review.pk], queue=queue)
+
+        def ask(first: int, count: int, phase: str) -> list[Question]:
+            ids = web.ask(list(range(first, first + count)))
+            asked = dict(m.AgentRun.objects.filter(pk__in=ids.values()).values_list("pk", "created_at"))
+            questions = [Question(n, phase, ids[n], asked[ids[n]].timestamp()) for n in ids]
+            wait_until(lambda: _decided(questions, watcher), time.monotonic() + 3 * to_wall(PROMISE + TOLERANCE) + 5)
+            return questions
+
+        on_phase("healthy")
+        afternoon.questions += ask(1, BEFORE, "healthy")
+        service.set_mode("limited", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"], **LIMITED)
+        afternoon.spell_started = production_now()
+        on_phase("limited")
+        afternoon.questions += ask(BEFORE + 1, DURING, "limited")
+        service.set_mode("healthy", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
+        on_phase("recovered")
+        afternoon.questions += ask(BEFORE + DURING + 1, AFTER, "recovered")
+        wait_until(lambda: m.AgentRun.objects.filter(pk=review.pk, status__in=FINAL).exists(),
+                   time.monotonic() + to_wall(REVIEW_WAIT))
+        if linger:
+            ids = {q.run_id for q in afternoon.questions} | {review.pk}
+            wait_until(lambda: not any(p.would_run and p.run_id in ids
+                                       for p in pending_messages(rig.broker_url, queue)),
+                       time.monotonic() + to_wall(linger))
+            wait_until(lambda: service.stats()["open"] == 0, time.monotonic() + to_wall(2 * LATENCY) + 1)
+        afternoon.queued = watcher.stop()
+        afternoon.pending = pending_messages(rig.broker_url, queue)
+        afternoon.calls = _calls(service)
+        _read(afternoon, review)
+        on_phase("done")
+        return afternoon
+    finally:
+        if "watcher" in locals() and watcher.is_alive():
+            watcher.stop()
+        web.stop()
+
+
+def _read(afternoon: Afternoon, review_row) -> None:
+    m = _models()
+    by_key: dict[str, list[Call]] = {}
+    for call in afternoon.calls:
+        by_key.setdefault(call.key, []).append(call)
+    rows = {r.pk: r for r in m.AgentRun.objects.filter(pk__in=[q.run_id for q in afternoon.questions])}
+    answers = dict(m.AgentStep.objects.filter(run_id__in=rows).values_list("run_id").annotate(
+        n=__import__("django.db.models", fromlist=["Count"]).Count("id")))
+    for q in afternoon.questions:
+        row = rows[q.run_id]
+        q.status, q.message = row.status, row.message
+        q.finished = row.finished_at.timestamp() if row.finished_at else None
+        q.answers = answers.get(q.run_id, 0)
+        q.calls = sorted(by_key.get(f"q-{q.number}", []), key=lambda c: c.at)
+        q.retries_queued = sorted(eta for run_id, eta in afternoon.queued.values() if run_id == q.run_id)
+    review_row.refresh_from_db()
+    review = Review(run_id=review_row.pk, status=review_row.status, message=review_row.message)
+    for index in m.AgentStep.objects.filter(run=review_row).values_list("index", flat=True):
+        review.answers[index] = review.answers.get(index, 0) + 1
+    for failure in review_row.failures:
+        found = re.search(r"\d+", str(failure.get("item", "")))
+        if found:
+            review.failures.append(int(found.group()))
+    for n in range(1, REVIEW_ITEMS + 1):
+        review.calls[n] = sorted(by_key.get(f"r-1-{n}", []), key=lambda c: c.at)
+    afternoon.review = review
+
+
+# What the checks and the live view say about an afternoon, each a list of symptoms (empty: kept).
+
+def _calls_text(count: int) -> str:
+    return f"{count} call{'' if count == 1 else 's'}"
+
+
+def late_questions(questions: list[Question], lag: float = 0.0) -> list[str]:
+    """Questions that missed the promise; `lag` is the machine's own delay (Afternoon.lag), excused."""
+    problems = []
+    for q in questions:
+        if q.took is None:
+            problems.append(f"{q.name} was still '{q.status}' {PROMISE + TOLERANCE:g} s after it was "
+                            f"asked ({_calls_text(len(q.calls))} to the provider so far)")
+        elif q.took > PROMISE + TOLERANCE + lag:
+            problems.append(f"{q.name} ended '{q.status}' {q.took:.0f} s after it was asked; its promise is "
+                            f"{PROMISE:g} s")
+        elif q.status == "failed" and not TRY_AGAIN.search(q.message):
+            problems.append(f"{q.name} failed with '{q.message}', which does not tell the person to try again")
+        elif q.status == "succeeded" and q.answers != 1:
+            problems.append(f"{q.name} ended 'succeeded' with {q.answers} answers stored")
+    return problems
+
+
+def refused_and_retried(questions: list[Question]) -> tuple[list[Question], list[Question]]:
+    """Return the questions refused early enough to be retried in time, and those of them that were.
+
+    A question counts as retried when a retry reached the provider in time,
+    or when a Celery retry of it was due by its deadline: a machine loaded
+    far past its cores may start that retry too late to call the provider,
+    which is no fault of the code that asked for it.
+    """
+    leave = LIMITED["retry_after"] + 5
+    refused = [q for q in questions
+               if any(c.behaviour != "ok" and c.at + leave <= q.deadline for c in q.calls)]
+    retried = [q for q in refused
+               if any(before.behaviour != "ok" and after.at <= q.deadline + START_TOLERANCE + MOST_LAG
+                      for before, after in zip(q.calls, q.calls[1:]))
+               or any(eta <= q.deadline for eta in q.retries_queued)]
+    return refused, retried
+
+
+def late_attempts(afternoon: Afternoon) -> list[str]:
+    """Attempts that reached the provider after their question's deadline, and retries still queued past it."""
+    problems = []
+    for q in afternoon.questions:
+        late = [c for c in q.calls if c.at > q.deadline + START_TOLERANCE + afternoon.lag]
+        if late:
+            problems.append(f"{q.name} reached the provider {late[0].at - q.asked:.0f} s after it was asked "
+                            f"(its promise is {PROMISE:g} s)")
+    by_run = {q.run_id: q for q in afternoon.questions}
+    for message in afternoon.pending:
+        q = by_run.get(message.run_id)
+        if q is not None and message.task == QUESTION_TASK and message.would_run:
+            due = (message.eta if message.eta is not None else production_now()) - q.asked
+            if due > PROMISE + START_TOLERANCE:
+                state = f"had ended '{q.status}'" if q.status in FINAL else f"was still '{q.status}'"
+                problems.append(f"{q.name} {state}, and another attempt of it was queued to run {due:.0f} s "
+                                "after it was asked")
+    return problems
+
+
+def early_retries(afternoon: Afternoon) -> list[str]:
+    """Retries meant to start sooner than the 429 before them asked in Retry-After."""
+    problems = []
+    for q in afternoon.questions:
+        for before, after in zip(q.calls, q.calls[1:]):
+            start = q.scheduled(before, after)
+            if before.retry_after and start - before.at < before.retry_after - RETRY_AFTER_TOLERANCE:
+                problems.append(f"{q.name} was tried again {start - before.at:.1f} s after a 429 that asked "
+                                f"for {before.retry_after:g} s (Retry-After)")
+                break
+    return problems
+
+
+def retry_delays(afternoon: Afternoon) -> dict[int, list[float]]:
+    """Return, for each retry number (1: a question's first retry), how long each retry after a 429 waited.
+
+    The wait ends at a Celery retry's ETA, else at the retry's arrival at the provider.
+    """
+    delays: dict[int, list[float]] = {}
+    for q in afternoon.questions:
+        for number, (before, after) in enumerate(zip(q.calls, q.calls[1:]), start=1):
+            if before.behaviour == "rate_limit":
+                delays.setdefault(number, []).append(q.scheduled(before, after) - before.at)
+    return {number: sorted(found) for number, found in delays.items()}
+
+
+def retries_in_step(afternoon: Afternoon) -> tuple[int, int, float, int]:
+    """Return the tightest bunch of retries: how many came back within one STEP_WINDOW of delay, of how many, from when, which retry.
+
+    Questions refused together and retried after the same delay reach the
+    provider together again: the provider sees the burst it refused come
+    back. Measured on the delays, one retry number at a time (every first
+    retry, every second one, ...), rather than on the provider's clock, so
+    that the worker's own pace on a busy machine, which spreads the first
+    burst, cannot hide retries that are in step.
+    """
+    worst = (0, 0, 0.0, 0)
+    for number, delays in retry_delays(afternoon).items():
+        most, shortest, start = 0, 0.0, 0
+        for end, delay in enumerate(delays):
+            while delay - delays[start] > STEP_WINDOW:
+                start += 1
+            if end - start + 1 > most:
+                most, shortest = end - start + 1, delays[start]
+        if len(delays) >= STEP_MINIMUM and most / len(delays) > (worst[0] / worst[1] if worst[1] else 0):
+            worst = (most, len(delays), shortest, number)
+    return worst
+
+
+def in_step(afternoon: Afternoon) -> str | None:
+    """Describe retries that came back in step; None when they spread out."""
+    most, total, shortest, number = retries_in_step(afternoon)
+    if total and most > STEP_SHARE * total:
+        which = {1: "first", 2: "second", 3: "third"}.get(number, f"{number}th")
+        return (f"{most} of {total} questions' {which} retries after a 429 were due between {shortest:.0f} and "
+                f"{shortest + STEP_WINDOW:.0f} s after it: questions the provider refused together came back "
+                "together, and were refused together again")
+    return None
+
+
+def review_problems(afternoon: Afternoon) -> list[str]:
+    review = afternoon.review
+    problems = []
+    if review.status not in FINAL:
+        problems.append(f"the review was still '{review.status}' {REVIEW_WAIT:g} s after it started")
+    for n in range(1, REVIEW_ITEMS + 1):
+        answered, failed = review.answers.get(n, 0), review.failures.count(n)
+        calls = review.calls.get(n, [])
+        if answered > 1:
+            problems.append(f"the review stored {answered} answers for item {n}")
+        elif answered and failed:
+            problems.append(f"item {n} was answered and also recorded as failed")
+        elif failed > 1:
+            problems.append(f"item {n} was recorded as failed {failed} times")
+        elif review.status in FINAL and not answered and not failed:
+            problems.append(f"item {n} was neither answered nor recorded as failed when the review ended")
+        first_ok = next((c.at for c in calls if c.behaviour == "ok"), None)
+        if first_ok is not None and any(c.at > first_ok for c in calls):
+            problems.append(f"item {n} was asked again after the model had answered it")
+    tries = len(review.calls.get(FAILING_ITEM, []))
+    if FAILING_ITEM in review.failures and tries < 2:
+        problems.append(f"item {FAILING_ITEM} was recorded as failed after {tries} call: the provider's 503 "
+                        "was never tried again")
+    reruns = [p for p in afternoon.pending if p.task == REVIEW_TASK and p.run_id == review.run_id and p.would_run]
+    if reruns and review.status in FINAL:
+        due = reruns[0].eta
+        when = f" due {due - production_now():.0f} s later" if due else ""
+        problems.append(f"the review had ended '{review.status}', yet a message to run it again was still "
+                        f"queued{when}")
+    return problems
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "web":
+    sys.exit(serve_web(sys.argv[2]))
