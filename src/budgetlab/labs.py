@@ -50,6 +50,9 @@ class Lab:
     #: The lab's wrong fixes and alternatives, relative to the checkout: a TOML file kept with the
     #: graders, not in labs/, because each entry says why a fix is wrong (budgetlab.variants reads it).
     variants: str | None = None
+    #: Words that name the lab's cause or its fix: the lab's page may use them only below
+    #: `## After you pass` (tests/docs/test_spoilers.py reads the page's raw markdown).
+    giveaways: tuple[str, ...] = ()
 
     def starter_dir(self, root: Path | None = None) -> Path:
         return (root or repo_root()) / "labs" / self.slug
@@ -81,7 +84,7 @@ def _lab(entry: dict) -> Lab:
     if unknown:
         # A misspelt key would otherwise leave its field at the default without a word.
         raise ValueError(f"lab {entry.get('number')} has unknown keys {sorted(unknown)}")
-    lists = {key: tuple(entry.get(key, ())) for key in ("readonly", "notebooks", "transcripts")}
+    lists = {key: tuple(entry.get(key, ())) for key in ("readonly", "notebooks", "transcripts", "giveaways")}
     return Lab(number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
                summary=entry["summary"], files=tuple(entry["files"]), hints=tuple(entry["hints"]),
                timebox=int(entry["timebox"]), hard_limit=int(entry.get("hard_limit", 900)), **lists,

@@ -241,23 +241,6 @@ LABS = load_labs_toml
 CONCEPT_PAGES = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs" / "concepts").glob("*.md")) + [
     "docs/cheatsheet.md"]
 
-# Words that name a lab's cause or its fix. Each was on a learner page above the tasks before pages were reworked so
-# that they teach without handing out answers; the raw markdown of a lab page may use them only under LAB_ANSWERS.
-GIVEAWAYS = {
-    1: ("SOFT_TIME_LIMIT:-120", "shell fallback", "--soft-time-limit 120", "task_annotations", "the flag still"),
-    2: ("derives from `Exception`", "catches Celery's", "swallowing", "swallows", "swallowed by", "catch-all",
-        "pass the time limit through", "`except Exception` inside loops"),
-    3: ("bare loop", "bare `for", "CHECK constraint", "invoice_fee_within_amount", "savepoint per",
-        "aborts the whole transaction", "the second of the 312"),
-    4: ("lru_cache", "post_save", "post_delete", "MappingProxyType", "once per process", "per-process copy",
-        "process-lifetime cache", "read the table once"),
-    5: ("shared one transaction", "reads ran inside one transaction", "kept until", "pg_stat_clear_snapshot",
-        "this time in autocommit", "sampled in autocommit", "what a transaction does"),
-    6: ("applies no", "apply no time limit", "max_retries=", "timeout=min", "deadline", "what is left of",
-        "which pools apply"),
-    7: ("restore_visible", "unacked_restore", "older than the visibility timeout", "sweep finds", "advisory lock",
-        "restores while", "raise `SystemExit`", "compare with your broker's visibility timeout"),
-}
 
 
 def above(text: str, heading: str) -> str:
@@ -271,9 +254,9 @@ def words_of(text: str) -> str:
 
 
 def raw_giveaways(text: str, number: int) -> list[str]:
-    """Return the words of GIVEAWAYS[number] and the phrases of the lab's last hint that `text` contains."""
+    """Return the lab's giveaways (labs.toml) and the phrases of its last hint that `text` contains."""
     lab = next(lab for lab in LABS if lab["number"] == number)
-    found = [word for word in GIVEAWAYS[number] if word.lower() in text.lower()]
+    found = [word for word in lab.get("giveaways", ()) if word.lower() in text.lower()]
     return found + sorted(phrase for phrase in answer_phrases(lab["hints"][-1]) if phrase in words_of(text))
 
 
