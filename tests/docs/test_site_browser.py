@@ -65,6 +65,8 @@ def test_mermaid_diagrams_render_as_svg(probe, site_url, built_site):
     assert "" in pages and any(path in pages for path in LAB_PAGES), f"too few pages draw diagrams: {pages}"
     for path, count in pages.items():
         page = open_page(probe, site_url, path)
+        # A diagram may sit in a collapsed block (the answers under "After you pass"): open them all to see it.
+        page.evaluate("document.querySelectorAll('details').forEach(block => { block.open = true; })")
         diagrams = page.locator("div.mermaid svg")
         diagrams.nth(count - 1).wait_for(timeout=15_000)
         assert diagrams.count() == count, f"/{path}: expected {count} diagrams, found {diagrams.count()}"

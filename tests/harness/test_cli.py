@@ -288,7 +288,5 @@ def test_failures_seen_before_a_check_that_cannot_grade_stay_failures(cli):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "came back 8" in result.stdout and "could not grade: the plan could not be played" in result.stdout
     assert "1 of 3 hidden checks passed" in result.stdout, result.stdout
-    from budgetlab.paths import logs_dir
-
-    log = (logs_dir() / "check-1.log").read_text()
+    log = (cli.state / "logs" / "check-1.log").read_text()
     assert "came back 8" in log and "def test_" not in log, log
