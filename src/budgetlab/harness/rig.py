@@ -22,7 +22,6 @@ leave a database or lease that nobody owns.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import functools
 import json
 import os
@@ -294,7 +293,7 @@ def _production_time_celery() -> type:
         """A client whose `countdown`, `eta` and `expires` count from production time, as the workers read it."""
 
         def now(self):
-            return datetime.datetime.fromtimestamp(clock.production_now(), datetime.timezone.utc)
+            return clock.production_datetime()
 
     return ProductionTimeCelery
 
