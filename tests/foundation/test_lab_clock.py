@@ -132,3 +132,21 @@ def test_the_next_task_starts_soon_after_a_hard_kill(start_worker, celery_client
         waited = after.result - stored_at(killed)
         assert waited <= REPLACED_WITHIN, (f"round {round_ + 1}: the next task started {waited:.0f} production seconds "
                                            "after the hard kill")
+
+
+@pytest.mark.parametrize("clock_env", [{}, {"BUDGETLAB_CLOCK": "0.005", "BUDGETLAB_CLOCK_ANCHOR": "1"}],
+                         ids=["no clock", "clock"])
+def test_the_boot_folder_starts_python_quietly_and_runs_the_sitecustomize_it_shadows(tmp_path, clock_env):
+    """A process with the boot folder on its path, on the lab clock or not, prints nothing and chains on."""
+    import os
+    import subprocess
+    import sys
+
+    shadowed = tmp_path / "sitecustomize.py"
+    shadowed.write_text("import builtins\nbuiltins.SHADOWED_RAN = True\n")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("BUDGETLAB_CLOCK")}
+    env.update(clock_env, PYTHONPATH=os.pathsep.join([str(clock.BOOT_DIR), str(tmp_path)]))
+    result = subprocess.run([sys.executable, "-c", "import builtins; print(getattr(builtins, 'SHADOWED_RAN', False))"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.stderr == "", result.stderr
+    assert result.stdout.strip() == "True"

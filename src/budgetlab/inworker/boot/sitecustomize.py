@@ -35,6 +35,8 @@ def _start() -> None:
 
 def _chain() -> None:
     """Run the sitecustomize this one shadows, as the interpreter would have."""
+    # importlib.util does not import importlib.machinery: without a clock to install, nothing else has.
+    import importlib.machinery
     import importlib.util
 
     here = os.path.dirname(os.path.abspath(__file__))
