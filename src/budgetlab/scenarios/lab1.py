@@ -54,9 +54,9 @@ def play(target_dir: Path, console: Console) -> int:
     """Start the masters, run the two jobs, print what happened and the effective budgets; stop all of it."""
     import celery
 
-    console.print(f"[bold]Lab 1 · the limit nobody chose[/]  ({clock.describe()}, Celery {celery.__version__})")
     console.print(f"Five Celery masters from {target_dir.name}/{SLUG}/entrypoint.sh, then a {UPLOAD_FILES}-file bulk OCR "
                   "upload and one customer's reminder sweep, on a fresh copy of the seeded database.")
+    console.print(Text(f"{clock.describe()}; Celery {celery.__version__}", style="dim"))
     with Rig(target_dir, label="run1") as rig:
         tree = _start_masters(rig, console)
         try:

@@ -282,7 +282,6 @@ def play(target_dir: Path, console: Console) -> int:
 def _play(rig: Rig, target_dir: Path, console: Console) -> int:
     subsystems = [Subsystem(kind, job) for kind, job in create_run_jobs().items()]
     queue = rig.queue()
-    console.print(Text("Lab 2 · the jobs that never finish", style="bold"))
     console.print(Text(f"One worker, three children, the code in {target_dir.name}/{SLUG}/; "
                        f"{clock.describe()}.", style="dim"))
     tree = rig.start_worker([queue], MODULES, 3, latency_plan=run_latency_plan())

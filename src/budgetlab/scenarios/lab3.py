@@ -60,7 +60,6 @@ class Night:
 
 def play(target_dir: Path, console: Console) -> int:
     """Run the nights, show each run, the worker's loud log lines, the alert and the dashboard."""
-    console.print(Text("Lab 3 · One bad row", style="bold"))
     console.print(f"Kontor's two invoice sweeps, {NIGHTS} nights in a row, as Celery beat sends them: one worker "
                   f"with {target_dir.name}/{SLUG}, a scratch copy of the seeded data.")
     console.print(Text(f"{clock.describe()}; model calls pinned at {MODEL_SECONDS:g} s each", style="dim"))

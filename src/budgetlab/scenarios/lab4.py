@@ -25,6 +25,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
+
 from budgetlab.stories.lab4 import LOOKUPS, SLUG, TABLE, batch_environment
 
 DOCUMENTS, TRANSACTIONS = 500, 2000
@@ -127,9 +129,9 @@ def play(target_dir: Path, console) -> int:
     from budgetlab.harness.rig import Rig
     from budgetlab.inworker import clock
 
-    console.print(f"[bold]Lab 4 · one batch, and the category table under it[/]  ({clock.describe()})")
     console.print(f"{DOCUMENTS} documents (OCR, keyword match, prompt) and {TRANSACTIONS:,} transactions (prompt), "
                   f"in one batch process with the code in {target_dir.name}/{SLUG}/, on a fresh copy of the seeded database.")
+    console.print(Text(clock.describe(), style="dim"))
     with Rig(target_dir, label="run4") as rig:
         with Progress(TextColumn("  batch"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("[cyan]category-table scans: {task.fields[scans]:,}"),

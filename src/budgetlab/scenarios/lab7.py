@@ -42,7 +42,7 @@ def _play(target_dir: Path, console: Console, factor: float) -> int:
 
     if str(target_dir) not in sys.path:
         sys.path.insert(0, str(target_dir))
-    console.print(f"[bold]Lab 7[/] · one {FILES}-file bulk upload, two acks_late workers on Redis\n"
+    console.print(f"One {FILES}-file bulk upload, two acks_late workers on Redis\n"
                   f"your code: {target_dir.name}/{lab7.SLUG}/ (settings.py, uploads.py, preflight.py)\n"
                   f"{clock.describe()}: an hour of production passes in {clock.to_wall(3600):.2f} s\n")
     with Rig(target_dir, label="run7") as rig, rig.django():

@@ -40,7 +40,6 @@ PHASES = {"healthy": f"the provider is healthy: the month-end review starts, {la
 def play(target_dir: Path, console: Console) -> int:
     """Play the afternoon with the code in target_dir/lab8_retry_clock; 0 when it ran."""
     scale = lab8.time_scale()
-    console.print(Text("Lab 8 · The retry that starts the clock again", style="bold"))
     console.print(f"Kontor's assistant and month-end review, as {target_dir.name}/{lab8.SLUG} retries them, "
                   "against a model service that rate-limits")
     console.print(Text(f"lab clock for this lab: 1 production second = {scale * 1000:g} ms wall "
