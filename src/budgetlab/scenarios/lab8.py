@@ -32,8 +32,11 @@ LINGER = 240.0
 BIN = 10.0
 
 PHASES = {"healthy": f"the provider is healthy: the month-end review starts, {lab8.BEFORE} people ask",
-          "limited": (f"the provider rate-limits ({lab8.LIMITED['rate']:g} calls a second, 429 with Retry-After "
-                      f"{lab8.LIMITED['retry_after']:g} s, some 503s): {lab8.DURING} people ask at once"),
+          "limited": (f"the provider rate-limits ({lab8.LIMITED['rate']:g} calls a second, each answered in "
+                      f"{lab8.LIMITED_LATENCY:g} s; 429 with Retry-After {lab8.LIMITED['retry_after']:g} s, some 503s): "
+                      f"{lab8.DURING} people ask at once"),
+          "eased": (f"{lab8.EASED:g} s into the spell the provider stops refusing, and still takes "
+                    f"{lab8.LIMITED_LATENCY:g} s a call"),
           "recovered": f"the provider has recovered; {lab8.AFTER} more people ask"}
 
 

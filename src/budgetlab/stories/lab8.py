@@ -71,6 +71,12 @@ RETRIED_SHARE = 0.25
 # The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
 # asks for 10 s in Retry-After, and answers one refusal in four with a 503.
 LATENCY = 2.0
+# A provider that rate-limits is busy: the calls it lets through take 18 s, within the client's 20 s.
+# EASED production seconds into the spell it stops refusing, and is as slow. An attempt that starts
+# in the last seconds before its question's deadline, with nothing bounding it by the time left,
+# then ends well past the promise, as it would in production; an attempt refused at once could not show that.
+LIMITED_LATENCY = 18.0
+EASED = 35.0
 LIMITED = {"rate": 0.15, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
 # Questions asked in each phase: healthy, rate-limited (all at once), recovered.
 BEFORE, DURING, AFTER = 4, 20, 4
@@ -189,10 +195,15 @@ class Afternoon:
         """The longest the worker took to get a due Celery retry to the provider, production seconds (at most MOST_LAG).
 
         That time is the machine's: the retry was due, and the code had
-        asked for it in time.
+        asked for it in time. Only retries due before the provider eased
+        count: until then it refused at once, so a child was free for every
+        due retry, while afterwards its slow answers may hold every child, a
+        backlog the code meets in production too and must not be excused.
         """
+        eased = self.spell_started + EASED
         lags = [after.at - q.scheduled(before, after) for q in self.questions
-                for before, after in zip(q.calls, q.calls[1:]) if q.scheduled(before, after) != after.at]
+                for before, after in zip(q.calls, q.calls[1:])
+                if q.scheduled(before, after) != after.at and q.scheduled(before, after) < eased]
         return min(max(lags, default=0.0), MOST_LAG)
 
     def phase(self, name: str) -> list[Question]:
@@ -400,7 +411,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     """Start the worker and the web process with the target's code and play the afternoon.
 
     `rig.django()` must be active. `on_phase` hears "worker", "healthy",
-    "limited", "recovered" and "done". `linger` production seconds more are
+    "limited", "eased" (from another thread), "recovered" and "done". `linger` production seconds more are
     given to retries still waiting (the live view shows them; checks read
     the waiting messages instead). Raises WorkerDidNotStart when the
     target's code does not start.
@@ -429,10 +440,22 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
 
         on_phase("healthy")
         afternoon.questions += ask(1, BEFORE, "healthy")
-        service.set_mode("limited", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"], **LIMITED)
+        service.set_mode("limited", latency=LIMITED_LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"], **LIMITED)
         afternoon.spell_started = production_now()
+
+        def ease() -> None:
+            service.set_mode("healthy", latency=LIMITED_LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
+            on_phase("eased")
+
+        easing = threading.Timer(to_wall(EASED), ease)
+        easing.start()
         on_phase("limited")
-        afternoon.questions += ask(BEFORE + 1, DURING, "limited")
+        try:
+            afternoon.questions += ask(BEFORE + 1, DURING, "limited")
+        finally:
+            # Either the provider eased already or it never will; the recovery below must come after it.
+            easing.cancel()
+            easing.join()
         service.set_mode("healthy", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
         on_phase("recovered")
         afternoon.questions += ask(BEFORE + DURING + 1, AFTER, "recovered")
@@ -443,7 +466,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
             wait_until(lambda: not any(p.would_run and p.run_id in ids
                                        for p in pending_messages(rig.broker_url, queue)),
                        time.monotonic() + to_wall(linger))
-            wait_until(lambda: service.stats()["open"] == 0, time.monotonic() + to_wall(2 * LATENCY) + 1)
+            wait_until(lambda: service.stats()["open"] == 0, time.monotonic() + to_wall(2 * LIMITED_LATENCY) + 1)
         afternoon.queued = watcher.stop()
         afternoon.pending = pending_messages(rig.broker_url, queue)
         afternoon.calls = _calls(service)
@@ -561,13 +584,19 @@ def early_retries(afternoon: Afternoon) -> list[str]:
 def retry_delays(afternoon: Afternoon) -> dict[int, list[float]]:
     """Return, for each retry number (1: a question's first retry), how long each retry after a 429 waited.
 
-    The wait ends at a Celery retry's ETA, else at the retry's arrival at the provider.
+    The wait ends at a Celery retry's ETA, else at the retry's arrival at the provider. A retry
+    still waiting in Redis when the afternoon ended counts with its ETA: a wait longer than the
+    afternoon is a wait all the same, and the ones that come back in step are the point.
     """
     delays: dict[int, list[float]] = {}
     for q in afternoon.questions:
         for number, (before, after) in enumerate(zip(q.calls, q.calls[1:]), start=1):
             if before.behaviour == "rate_limit":
                 delays.setdefault(number, []).append(q.scheduled(before, after) - before.at)
+        last = q.calls[-1] if q.calls else None
+        waiting = [eta for eta in q.retries_queued if last is not None and eta > last.at]
+        if last is not None and last.behaviour == "rate_limit" and waiting:
+            delays.setdefault(len(q.calls), []).append(waiting[0] - last.at)
     return {number: sorted(found) for number, found in delays.items()}
 
 
