@@ -16,7 +16,7 @@ collect_ignore_glob = ["harness/sample/*"]
 GRADING = bool(os.environ.get("BUDGETLAB_GRADING"))
 if not GRADING:
     # Pristine labs fail their graders by design; tests/maintainers runs them through the CLI.
-    collect_ignore_glob += ["lab[0-9]_*"]
+    collect_ignore_glob += ["lab[0-9]_*", "lab[0-9][0-9]_*"]
 
 # Fixtures that need the running stack or start a live worker: the grading plugin's, the sample lab's
 # CLI (its commands check and run), a private stack. A test that asks for one is a `stack` test, which

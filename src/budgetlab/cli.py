@@ -58,6 +58,7 @@ def play(lab: int = typer.Argument(..., help="Lab number, as budgetlab list show
 
     entry = labs.get(lab)
     where = targets.resolve(target)
+    where.lab_folder(entry)
     stack.require()
     database.require_current()
     # Watching the reference fix play is not an attempt at the lab.
@@ -77,6 +78,7 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
 
     entry = labs.get(lab)
     where = targets.resolve(target)
+    where.lab_folder(entry)
     console.print(f"checking lab {entry.number} ({entry.title}) against {paths.display_path(where.root)}/ …")
     outcome = checking.grade(entry, where, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
     console.print(views.check_summary(outcome))

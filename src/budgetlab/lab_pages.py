@@ -117,6 +117,16 @@ def labs_table(labs: list[PageLab], here: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def instructor_notes(labs: list[PageLab], here: str) -> str:
+    """The instructors' index: each lab, its notes page, and its timebox."""
+    rows = ["| Lab | Notes | Timebox |", "| --- | --- | --- |"]
+    for entry in labs:
+        notes = (entry.lab.instructor_page or f"docs/instructors/lab{entry.lab.number}.md").removeprefix("docs/")
+        rows.append(f"| [{entry.heading}]({link(entry.page, here)}) | [Lab {entry.lab.number} notes]"
+                    f"({link(notes, here)}) | {entry.lab.timebox} min |")
+    return "\n".join(rows) + "\n"
+
+
 def concept_title(path: Path) -> str:
     """Return a page's title, its first `# ` heading."""
     if not path.is_file():
@@ -272,6 +282,7 @@ RENDERERS = {
     "Count": lambda labs, here: count_word(len(labs)).capitalize(),
     "map": lab_map,
     "table": labs_table,
+    "instructor-notes": instructor_notes,
     "diagram": lambda labs, here: diagram(labs),
     "agenda": lambda labs, here: agenda(labs),
     "agenda-length": lambda labs, here: agenda_length(labs),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.paths import labs_root
+from budgetlab.paths import display_path, labs_root
 
 #: The two trees the checkout ships; anything else must be a folder.
 NAMED = ("labs", "solutions")
@@ -33,6 +33,27 @@ class Target:
 
     def lab_dir(self, slug: str) -> Path:
         return self.root / slug
+
+    def lab_folder(self, lab) -> Path:
+        """The lab's package in this tree; a one-line error that says what to do when it is not there."""
+        folder = self.lab_dir(lab.slug)
+        if folder.is_dir():
+            return folder
+        if self.kind != "folder":
+            raise BudgetlabError(f"{display_path(folder)} is missing; restore it with 'budgetlab reset {lab.number}' "
+                                 "or from git")
+        # The usual slip: a copy of the lab's own folder passed instead of the folder that holds it.
+        itself = any((self.root / name).exists() for name in lab.files)
+        raise BudgetlabError(f"{display_path(self.root)} holds no {lab.slug}/: --target takes a folder laid out like "
+                             f"labs/, with {lab.slug}/ inside"
+                             + (" (this one looks like the lab's folder itself; pass the folder above it)" if itself else ""))
+
+    def missing(self, path: Path, lab) -> BudgetlabError:
+        """The error for a lab file that is not there: the learner's own can be restored, another tree's cannot."""
+        if self.is_learners:
+            return BudgetlabError(f"{display_path(path)} is missing; restore it with 'budgetlab reset {lab.number}' "
+                                  "or from git")
+        return BudgetlabError(f"{display_path(path)} is missing from the tree being graded")
 
 
 def resolve(value: str | Path) -> Target:

@@ -8,6 +8,7 @@ import urllib.request
 
 import pytest
 
+from budgetlab import labs
 from budgetlab.board import payload
 from budgetlab.board.rig import RoomBoard, check_result, post
 from budgetlab.commands import reporting
@@ -69,8 +70,9 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(board):
 
 def test_a_malformed_result_is_refused_with_its_reason(board):
     """A result for a lab the board does not have, or with a bad name, is answered 400 with the reason."""
-    status, answer = post(board.base, board.token, check_result(ADA, "Ada", 9, 1, 2))
-    assert (status, answer["error"]) == (400, "this board has no lab 9")
+    missing = max(lab.number for lab in labs.load()) + 1
+    status, answer = post(board.base, board.token, check_result(ADA, "Ada", missing, 1, 2))
+    assert (status, answer["error"]) == (400, f"this board has no lab {missing}")
     status, answer = post(board.base, board.token, check_result(ADA, "@cmd", 1, 1, 2))
     assert status == 400 and "cannot start with" in answer["error"]
 

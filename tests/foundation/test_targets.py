@@ -26,3 +26,27 @@ def test_any_other_folder_is_graded_as_a_folder_and_passed_on_by_its_path(tmp_pa
 def test_a_missing_folder_is_a_one_line_error(tmp_path):
     with pytest.raises(BudgetlabError, match="neither 'labs', 'solutions' nor a folder"):
         targets.resolve(tmp_path / "nowhere")
+
+
+def test_a_folder_without_the_lab_says_how_a_target_is_laid_out(tmp_path):
+    """A copy of the lab's own folder passed as --target is named as such, not reported as a missing file."""
+    from budgetlab import labs
+
+    lab = labs.load()[0]
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / lab.files[0]).write_text("")
+    with pytest.raises(BudgetlabError, match=f"holds no {lab.slug}/.*looks like the lab's folder itself"):
+        targets.resolve(copy).lab_folder(lab)
+    with pytest.raises(BudgetlabError, match=f"holds no {lab.slug}/: --target takes a folder laid out like labs/"):
+        targets.resolve(tmp_path).lab_folder(lab)
+    (tmp_path / lab.slug).mkdir()
+    assert targets.resolve(tmp_path).lab_folder(lab) == (tmp_path / lab.slug).resolve()
+
+
+def test_only_the_learners_own_missing_file_is_sent_to_reset(tmp_path):
+    from budgetlab import labs
+
+    lab = labs.load()[0]
+    assert "budgetlab reset" in str(targets.resolve("labs").missing(tmp_path / "x.py", lab))
+    assert "budgetlab reset" not in str(targets.resolve(tmp_path).missing(tmp_path / "x.py", lab))

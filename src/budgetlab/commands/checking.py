@@ -44,6 +44,8 @@ class Outcome:
     could_not_grade: str | None = None
     #: Time spent inside the checks, fixtures included: workers, scenarios, databases.
     seconds_in_checks: float = 0.0
+    #: Where the last lines of each worker's log were kept after a failed check, as displayed.
+    worker_logs: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -65,15 +67,15 @@ def preflight(lab: Lab, target: Target) -> None:
                              "restore tests/ from git to be graded like everyone else")
     stack.require()
     database.require_current()
-    root = target.lab_dir(lab.slug)
+    root = target.lab_folder(lab)
     for name in lab.files:
+        if not (root / name).exists():
+            raise target.missing(root / name, lab)
         check_syntax(root / name)
 
 
 def check_syntax(path: Path) -> None:
     """Fail with file:line when a learner file does not parse."""
-    if not path.exists():
-        raise BudgetlabError(f"{path} is missing; restore it with 'budgetlab reset' or from git")
     if path.suffix == ".py":
         try:
             compile(path.read_text(), str(path), "exec")
@@ -154,12 +156,16 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
         if outcome.could_not_grade is None and proc.returncode not in (0, 1):
             outcome.could_not_grade = (stack.fault() or probe.wait_verdict(HANG_SECONDS)
                                        or _ended_early(proc.returncode, lab, target, watch, log.path))
-        if outcome.could_not_grade and watch.workers:
+        # A failed check's symptom says what went wrong; the workers' own log (a traceback, a warning the
+        # code logged) is often why, and the scratch folder that held it is about to go.
+        if (outcome.could_not_grade or outcome.passed < len(outcome.results)) and watch.workers:
             kept = [logcap.keep_tail(Path(worker["log"]), logs / f"check-{lab.number}-worker-{n}.log")
                     for n, worker in enumerate(watch.workers, 1)]
             kept = [display_path(path) for path in kept if path]
-            if kept:
+            if kept and outcome.could_not_grade:
                 outcome.could_not_grade += f" (the workers' last log lines: {', '.join(kept)})"
+            else:
+                outcome.worker_logs = kept
     finally:
         stop_tree(proc)
         watch.stop_left_workers()

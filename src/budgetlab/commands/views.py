@@ -39,7 +39,10 @@ def check_summary(outcome) -> Text:
     if not total:
         return Text("could not grade: no checks ran", style="bold red")
     style = "bold green" if outcome.passed == total else "bold red"
-    return Text(f"{outcome.passed} of {total} hidden checks passed", style=style)
+    summary = Text(f"{outcome.passed} of {total} hidden checks passed", style=style)
+    if outcome.worker_logs:
+        summary.append(f"\nwhat the workers logged (last lines): {', '.join(outcome.worker_logs)}", style="dim")
+    return summary
 
 
 def stack_table(with_health: bool = False):
