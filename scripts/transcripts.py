@@ -86,88 +86,13 @@ def _fresh_progress(name: str) -> dict[str, str]:
     return {"BUDGETLAB_STATE_DIR": str(ROOT / ".budgetlab" / "transcripts" / name)}
 
 
-# Counts of rows written before a limit depend on the machine's load.
-_WRITTEN = (r"with [\d,]+ of ([\d,]+) (rows|files|steps)", r"with N of \1 \2")
+def _options(lab) -> dict[str, dict]:
+    """What a lab's transcripts need beyond their command: its story module's TRANSCRIPTS (see lab2's)."""
+    import importlib
 
-# What `run N` shows depends on the machine where the lab clock turns wall milliseconds
-# into production seconds: start-up and job durations, how far a job got at its limit.
-_LAB1_RUN = (
-    (r"ready in [\d.]+ s wall", "ready in T s wall"),
-    # The bar, and the spaces where a bar with nothing done yet would be.
-    (r" +[━╸╺]* *\d+/(?=\d+ (?:invoices|files))", "  BAR N/"),
-    (r"\b\d+ s (stopped|finished)", r"T s \1"),
-    (r"after \d+ of", "after N of"),
-    (r"(files|invoices) in \d+ s", r"\1 in T s"),
-)
-# Lab 2's three jobs meet their limits within milliseconds of each other, so it is compared unordered.
-_LAB2_RUN = (
-    (r"t = [\d,]+ s production · [\d.]+ s wall", "t = T s production · W s wall"),
-    (r"^\d[\d,]* s +\d+\.\d+ s ", "T s W s "),
-    (r"\b[\d,]+ of ([\d,]+) (rows|files|steps)", r"N of \1 \2"),
-    (r"\+[1-9][\d,]* (rows|files|steps)", r"+N \1"),
-    (r"\b(row|file|step)([- ])\d+", r"\1\2N"),
-    (r"for [\d,]+ s \(hard", "for T s (hard"),
-    (r"pid([ :])\d+", r"pid\1PID"),
-    (r"^\[\d\d:\d\d:\d\d,\d{3}:", "[HH:MM:SS,mmm:"),
-    (r"\[[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}\]", "[UUID]"),
-)
-_LAB4_RUN = (
-    (r"\b\d+\.\d+ (s|ms)\b", r"T \1"),
-    (r"\d+% of", "P% of"),
-    (r"cost \d+ ms", "cost T ms"),
-)
-# Lab 6's counts, peaks and durations come from real HTTP calls racing on a busy machine: only the shape is stable.
-_LAB6 = ((r"\b\d+(?:\.\d+)?\b", "N"), (r">N s", "N s"), (r"\s+", " "))
-# Measured rates are never exactly the planned ones; a frozen sampler's 0/s stays visible.
-_LAB5_RUN = ((r"\b[1-9]\d*/s", "R/s"),)
-# The benchmark's times and the machine they ran on vary; its scan and query counts do not.
-_LAB4_BENCHMARK = (
-    (r"python [\d.]+ on \d+ CPUs?, load average [\d.]+", "python V on N CPUs, load average L"),
-    (r"\b\d[\d,]*\.\d+ (s|ms)\b", r"T \1"),
-    (r"(T (?:s|ms) +T (?:s|ms) +)[\d,]+x", r"\1Rx"),
-)
+    return getattr(importlib.import_module(lab.story), "TRANSCRIPTS", {}) if lab.story else {}
 
-# Lab 7's timeline and counts follow the load: when the sweep ran, how far the first run got,
-# how often the message came; the task id is new on every run.
-_LAB7 = (
-    (r"^ +[\d,]+  ", "T  "),
-    (r"\b[0-9a-f]{8}\b", "ID"),
-    (r"upload \d+ sent", "upload N sent"),
-    (r"\(\d+ files counted", "(N files counted"),
-    (r"│ +[\d,]+ │ measured", "│ T │ measured"),
-    (r"\b\d+ (documents|booked|letter|model calls|letters|of its|run)", r"N \1"),
-    (r"delivered \d+x", "delivered Nx"),
-    (r"\.txt \d+x", ".txt Nx"),
-    # How many of the redeliveries had sent their letter when the check looked is a race.
-    (r", the customer got \S+ letters", ""),
-)
 
-# What a lab's transcript needs beyond its command, by the transcript's name without "-celery57"
-# ("lab2-check-starter"), else by its lab and verb ("lab2-run"). A lab whose output is the same
-# on every run needs no line here.
-_OPTIONS: dict[str, dict] = {
-    # Whether, and how many, children the worker had SIGKILLed when the check read its log depends on how far
-    # the kills got: a child may also end on the SIGTERM that comes first.
-    "lab2-check-starter": {"masks": (_WRITTEN, (r"; the worker SIGKILLed \d+ of its children at a hard limit", ""))},
-    # The number of scans and the rates come from a random load, by design.
-    "lab5-check-starter": {"masks": ((r"made \d+ scans", "made K scans"), (r"ran [\d, ]+ scans/s", "ran R scans/s"))},
-    "lab6-check-starter": {"masks": _LAB6},
-    "lab7-check-starter": {"masks": _LAB7},
-    # Which questions the rate limit refuses, and when their retries are due, follow the worker's pace.
-    "lab8-check-starter": {"masks": _LAB6},
-    "lab1-run": {"masks": _LAB1_RUN},
-    "lab2-run": {"masks": _LAB2_RUN, "unordered": True},
-    "lab4-run": {"masks": _LAB4_RUN},
-    "lab5-run": {"masks": _LAB5_RUN},
-    "lab6-run": {"masks": _LAB6},
-    "lab7-run": {"masks": _LAB7},
-}
-# A lab's transcripts that are not a `check` or `run` of it, by name.
-_OTHER_COMMANDS: dict[str, dict] = {
-    # One round keeps the suite's re-run short; the page says how to ask for medians.
-    "lab4-benchmark": {"command": (".venv/bin/python", "benchmarks/lab4_cache.py", "--rounds", "1"),
-                       "masks": _LAB4_BENCHMARK, "timeout": 600.0},
-}
 # The name of a lab's check or run transcript says its command: lab3-check-starter is `budgetlab check 3`,
 # lab1-run-solution-celery57 is `budgetlab run 1 --target solutions` from the Celery 5.7 environment.
 _LAB_COMMAND = re.compile(r"lab(?P<number>\d+)-(?P<verb>check|run)-(?P<kind>starter|solution)(?P<celery57>-celery57)?")
@@ -182,6 +107,7 @@ def _lab_transcripts(root: Path = ROOT) -> tuple[list[Transcript], list[str]]:
 
     entries, unknown = [], []
     for lab in labs.load(root):
+        lab_options = _options(lab)
         for path in lab.transcripts:
             name = Path(path).stem
             match = _LAB_COMMAND.fullmatch(name)
@@ -189,12 +115,12 @@ def _lab_transcripts(root: Path = ROOT) -> tuple[list[Transcript], list[str]]:
                 program = CELERY57 if match["celery57"] else PROGRAM
                 target = ("--target", "solutions") if match["kind"] == "solution" else ()
                 starter_check = match["verb"] == "check" and match["kind"] == "starter"
-                options = _OPTIONS.get(name.removesuffix("-celery57"),
-                                       _OPTIONS.get(f"lab{lab.number}-{match['verb']}", {}))
+                options = lab_options.get(name.removesuffix("-celery57").removeprefix(f"lab{lab.number}-"),
+                                          lab_options.get(match["verb"], {}))
                 entries.append(Transcript(name, (program, match["verb"], str(lab.number), *target),
                                           exit_code=1 if starter_check else 0, env=_fresh_progress(name), **options))
-            elif name in _OTHER_COMMANDS:
-                entries.append(Transcript(name, **_OTHER_COMMANDS[name]))
+            elif "command" in lab_options.get(name.removeprefix(f"lab{lab.number}-"), {}):
+                entries.append(Transcript(name, **lab_options[name.removeprefix(f"lab{lab.number}-")]))
             else:
                 unknown.append(f"{path} (lab {lab.number})")
     return entries, unknown

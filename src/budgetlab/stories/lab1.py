@@ -240,3 +240,20 @@ def number(value) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
+# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
+# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
+# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+TRANSCRIPTS = {
+    # What `run 1` shows depends on the machine where the lab clock turns wall milliseconds into
+    # production seconds: start-up and job durations, how far a job got at its limit.
+    "run": {"masks": (
+        (r"ready in [\d.]+ s wall", "ready in T s wall"),
+        # The bar, and the spaces where a bar with nothing done yet would be.
+        (r" +[━╸╺]* *\d+/(?=\d+ (?:invoices|files))", "  BAR N/"),
+        (r"\b\d+ s (stopped|finished)", r"T s \1"),
+        (r"after \d+ of", "after N of"),
+        (r"(files|invoices) in \d+ s", r"\1 in T s"),
+    )},
+}

@@ -237,3 +237,29 @@ def read_ending(spec: Spec, job, result) -> Ending:
 def hard_deadline(sent_at: float) -> float:
     """Return the wall time by which every task must have ended: the latest hard limit plus a margin."""
     return sent_at + max(clock.to_wall(kind.hard) for kind in KINDS) + MARGIN
+
+# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
+# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
+# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
+# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+TRANSCRIPTS = {
+    "check-starter": {"masks": (
+        # Counts of rows written before a limit depend on the machine's load.
+        (r"with [\d,]+ of ([\d,]+) (rows|files|steps)", r"with N of \1 \2"),
+        # Whether, and how many, children the worker had SIGKILLed when the check read its log depends on
+        # how far the kills got: a child may also end on the SIGTERM that comes first.
+        (r"; the worker SIGKILLed \d+ of its children at a hard limit", ""),
+    )},
+    # The three jobs meet their limits within milliseconds of each other, so the run is compared unordered.
+    "run": {"unordered": True, "masks": (
+        (r"t = [\d,]+ s production · [\d.]+ s wall", "t = T s production · W s wall"),
+        (r"^\d[\d,]* s +\d+\.\d+ s ", "T s W s "),
+        (r"\b[\d,]+ of ([\d,]+) (rows|files|steps)", r"N of \1 \2"),
+        (r"\+[1-9][\d,]* (rows|files|steps)", r"+N \1"),
+        (r"\b(row|file|step)([- ])\d+", r"\1\2N"),
+        (r"for [\d,]+ s \(hard", "for T s (hard"),
+        (r"pid([ :])\d+", r"pid\1PID"),
+        (r"^\[\d\d:\d\d:\d\d,\d{3}:", "[HH:MM:SS,mmm:"),
+        (r"\[[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}\]", "[UUID]"),
+    )},
+}

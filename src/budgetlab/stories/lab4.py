@@ -22,3 +22,23 @@ def batch_environment(rig, app_name: str) -> dict[str, str]:
     the figure, and model latencies would only make the batch slow.
     """
     return rig.environment(extra_env={"KONTOR_APP_NAME": app_name, "KONTOR_LATENCY_PLAN": None}).variables()
+
+# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
+# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
+# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
+# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+TRANSCRIPTS = {
+    "run": {"masks": (
+        (r"\b\d+\.\d+ (s|ms)\b", r"T \1"),
+        (r"\d+% of", "P% of"),
+        (r"cost \d+ ms", "cost T ms"),
+    )},
+    # One round keeps the suite's re-run short; the page says how to ask for medians. The benchmark's
+    # times and the machine they ran on vary; its scan and query counts do not.
+    "benchmark": {"command": (".venv/bin/python", "benchmarks/lab4_cache.py", "--rounds", "1"), "timeout": 600.0,
+                  "masks": (
+        (r"python [\d.]+ on \d+ CPUs?, load average [\d.]+", "python V on N CPUs, load average L"),
+        (r"\b\d[\d,]*\.\d+ (s|ms)\b", r"T \1"),
+        (r"(T (?:s|ms) +T (?:s|ms) +)[\d,]+x", r"\1Rx"),
+    )},
+}

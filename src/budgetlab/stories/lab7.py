@@ -440,3 +440,23 @@ def configured_visibility_timeout(settings_module: str = SETTINGS) -> float:
     settings = importlib.import_module(settings_module)
     options = getattr(settings, "broker_transport_options", None) or {}
     return options.get("visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT)
+
+# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
+# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
+# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
+# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# The timeline and counts follow the load: when the sweep ran, how far the first run got, how often the
+# message came; the task id is new on every run.
+_FOLLOWS_THE_LOAD = (
+    (r"^ +[\d,]+  ", "T  "),
+    (r"\b[0-9a-f]{8}\b", "ID"),
+    (r"upload \d+ sent", "upload N sent"),
+    (r"\(\d+ files counted", "(N files counted"),
+    (r"│ +[\d,]+ │ measured", "│ T │ measured"),
+    (r"\b\d+ (documents|booked|letter|model calls|letters|of its|run)", r"N \1"),
+    (r"delivered \d+x", "delivered Nx"),
+    (r"\.txt \d+x", ".txt Nx"),
+    # How many of the redeliveries had sent their letter when the check looked is a race.
+    (r", the customer got \S+ letters", ""),
+)
+TRANSCRIPTS = {"check-starter": {"masks": _FOLLOWS_THE_LOAD}, "run": {"masks": _FOLLOWS_THE_LOAD}}
