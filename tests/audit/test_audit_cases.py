@@ -56,6 +56,11 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "reference_copied": [],
     # The same models with no migration or seed script behind them: nothing is inferred.
     "reference_no_evidence": [],
+    # A helper in another module raises Retry; the task's per-item catch-all, in a module that never says
+    # "retry", swallows it.
+    "retry_helper_elsewhere": [("billing/tasks.py", 11, "BL008", "its `task.retry()` at providers.py:10")],
+    # Retry options from module-level dicts, through a decorator made once at the top of the module.
+    "retry_options_dict": [("tasks.py", 10, "BL008", "fresh 60 s time_limit")],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"

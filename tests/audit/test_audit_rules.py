@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from budgetlab.audit import audit
-from budgetlab.audit.rules import SELECTABLE
+from budgetlab.audit.rules import RULES, SELECTABLE
 
 # Every finding the bad fixtures must give: file -> (line, code), with repeats
 # where one line has two findings (a soft and a hard limit).
@@ -32,6 +32,12 @@ EXPECTED = {
     # Budgets of two hours and of exactly one hour, a fortnight's countdown and a two-day retry delay,
     # against the default hour.
     "bad/lab7/tasks.py": [(8, "BL007"), (13, "BL007"), (24, "BL007"), (37, "BL007")],
+    # Celery's default delay against a short limit (autoretry, self.retry(), a Task class), fixed waits after a
+    # rate limit or a 429, and a task resent by hand without the expires of its first send.
+    "bad/lab8/assistant.py": [(11, "BL008"), (11, "BL008"), (16, "BL008"), (29, "BL008"), (32, "BL008"),
+                              (41, "BL008"), (45, "BL008"), (60, "BL008")],
+    # Retries swallowed by except Exception, a bare except, a second retry, suppress(), and in a helper's caller.
+    "bad/lab8/review.py": [(20, "BL008"), (30, "BL008"), (38, "BL008"), (44, "BL008"), (59, "BL008")],
     # Tasks declared through a function and a class that wrap shared_task, and
     # through a decorator named in the fixtures' task-decorators setting.
     "bad/classes/own_decorators.py": [(29, "BL003"), (35, "BL003"), (41, "BL003")],
@@ -54,6 +60,8 @@ POINTS_AT = {
     "BL005": ("cursor.execute", "read_scans"),
     "BL006": ("worker_pool", "-P"),
     "BL007": ("shared_task", "send_reminder.apply_async"),
+    "BL008": ("app.task", "shared_task", "class ", "(openai.", "self.retry", "refresh_rates.apply_async", "except",
+              "with "),
 }
 
 # A task whose loop swallows its soft limit: one BL002 wherever it is audited.
@@ -512,3 +520,53 @@ def test_bl007_reads_the_timeout_from_conf_update_and_names_it(tmp_path):
         "task_acks_late=True)", "task_acks_late=True, broker_transport_options={'visibility_timeout': 4 * 3600})"))
     [finding] = audit([str(tmp_path)]).findings
     assert "14400 s" in finding.message and "(visibility_timeout)" in finding.message
+
+
+def test_bl008_ranks_a_swallowed_retry_as_an_error_and_the_waits_as_warnings(fixtures):
+    """A retry a catch-all swallows runs the task twice (error); a wait that breaks a promise may (warning)."""
+    for finding in audit([str(fixtures / "bad" / "lab8")]).findings:
+        expected = "error" if finding.path.endswith("review.py") else "warning"
+        assert finding.severity == expected, f"{finding.path}:{finding.line} is {finding.severity}: {finding.message}"
+
+
+def test_bl008_names_the_total_the_default_and_what_refused(fixtures):
+    """The autoretry task's findings say how long the work may take, whose delay it waits, and the refusal."""
+    result = audit([str(fixtures / "bad" / "lab8" / "assistant.py")])
+    messages = " | ".join(finding.message for finding in result.findings if finding.line == 11)
+    for fragment in ("780 s after it is sent", "3 retries after Celery's default 180 s", "fresh 60 s time_limit",
+                     "after RateLimitError, autoretry waits"):
+        assert fragment in messages, f"{fragment!r} not in {messages!r}"
+
+
+RETRYING_TASK = """\
+import openai
+from celery import shared_task
+
+
+@shared_task(time_limit=60,
+             autoretry_for=(openai.RateLimitError,))
+def answer(question_id):
+    return question_id
+"""
+
+
+def test_bl008_noqa_on_any_line_of_the_decorator(tmp_path):
+    """`# noqa: BL008` on the decorator's last line silences both findings on it, the first reported at its first."""
+    (tmp_path / "tasks.py").write_text(RETRYING_TASK)
+    assert [finding.code for finding in audit([str(tmp_path)]).findings] == ["BL008", "BL008"]
+    (tmp_path / "tasks.py").write_text(RETRYING_TASK.replace("RateLimitError,))", "RateLimitError,))  # noqa: BL008"))
+    assert audit([str(tmp_path)]).findings == []
+
+
+def test_bl008_is_quiet_on_the_alternatives_of_its_lab(tmp_path):
+    """Each fix the lab's graders accept for the retry lab passes BL008 too."""
+    from budgetlab import labs, variants
+
+    root = Path(__file__).resolve().parents[2]
+    lab = labs.get(RULES["BL008"].lab, root)
+    alternatives = [variant for variant in variants.load(lab, root) if variant.kind == "alternative"]
+    assert alternatives, f"lab {lab.number} declares no alternatives to check"
+    for variant in alternatives:
+        tree = variants.build(lab, variant, tmp_path, root)
+        found = [f"{f.path}:{f.line} {f.message}" for f in audit([str(tree / lab.slug)]).findings if f.code == "BL008"]
+        assert not found, f"alternative {variant.name} ({variant.why}) is reported:\n" + "\n".join(found)

@@ -99,6 +99,16 @@ RULES: dict[str, Rule] = {
             "reaches the visibility timeout, so the message is delivered again.",
             "bl007-a-budget-that-reaches-the-visibility-timeout",
         ),
+        Rule(
+            "BL008",
+            8,
+            "retry-restarts-the-clock",
+            "A task's retries wait longer than its own time limit with no deadline, come back in step "
+            "after a rate limit, or are swallowed by a catch-all.",
+            "bl008-a-retry-that-starts-the-clock-again",
+            error_when="where a catch-all handler swallows the `Retry` that a retry call raises "
+            "(a warning for the pauses and the retries in step)",
+        ),
     )
 }
 

@@ -17,6 +17,7 @@ from budgetlab.audit.rules_launch import check_launch_file
 from budgetlab.audit.rules_pool import DROPS, declared_soft_limits, launch_pools, message, pool_settings
 from budgetlab.audit.rules_python import check_python
 from budgetlab.audit.rules_redelivery import check_redelivery
+from budgetlab.audit.rules_retry import check_retries
 from budgetlab.audit.sources import (
     Unreadable,
     decode_text,
@@ -159,11 +160,20 @@ def _pool_findings(pools, values, modules, worker_limits, python_sources, result
 
 
 def _python_findings(modules, enabled: set[str], worker_limits, python_sources: dict):
-    """The Python rules' findings; BL007 parses the modules again, as the facts keep no settings."""
+    """The Python rules' findings; BL007 and BL008 parse modules again, once, as the facts keep no settings."""
     yield from check_python(modules, enabled, worker_limits)
+    trees: dict = {}
+
+    def tree_of(display: str):
+        if display not in trees:
+            trees[display] = parse_python(python_sources[display][0], display)
+        return trees[display]
+
     if "BL007" in enabled:
-        yield from check_redelivery([(display, parse_python(data, display))
-                                     for display, (data, _) in python_sources.items()])
+        yield from check_redelivery([(display, tree_of(display)) for display in python_sources])
+    if "BL008" in enabled:
+        yield from check_retries({display: (data, config.task_decorators)
+                                  for display, (data, config) in python_sources.items()}, tree_of, modules)
 
 
 def _capitalised(reason: str) -> str:
