@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from budgetlab import labs, targets, variants
+from budgetlab.commands import views
 
 EXPECTED = {"labs": 1, "solutions": 0}
 BUSY_LOOPS = 2
@@ -78,7 +79,7 @@ def check(number: int, target: str) -> tuple[float, int, str, list[str]]:
     lines = [line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     failed = [f"{line} {lines[i + 1] if i + 1 < len(lines) else ''}".strip()
               for i, line in enumerate(lines) if line.startswith("✗")]
-    return wall, result.returncode, (lines[-1] if lines else ""), failed
+    return wall, result.returncode, views.verdict_line(result.stdout + result.stderr), failed
 
 
 class BusyLoops:

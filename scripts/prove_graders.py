@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from budgetlab import labs, targets, variants
+from budgetlab.commands import views
 from budgetlab.errors import BudgetlabError
 
 
@@ -49,8 +50,7 @@ class Case:
 def check(case: Case, state: Path) -> tuple[int, str]:
     """Run the case's check; return its exit code and its last line (the count of checks passed)."""
     code, output = check_output(case, state)
-    lines = [line for line in output.splitlines() if line.strip()]
-    return code, (lines[-1] if lines else "")
+    return code, views.verdict_line(output)
 
 
 def check_output(case: Case, state: Path) -> tuple[int, str]:

@@ -1,7 +1,8 @@
 """Kontor's Celery app: settings from a module, tasks from the modules a worker is told to load.
 
 KONTOR_CELERY_SETTINGS names the settings module (lab 1 points it at the
-learner's), KONTOR_TASK_MODULES the comma-separated task modules.
+learner's), KONTOR_TASK_MODULES the comma-separated task modules, and
+KONTOR_DEFAULT_QUEUE, when set, the queue a task sent without one goes to.
 """
 
 import os
@@ -16,6 +17,9 @@ app = Celery("kontor")
 app.config_from_object(os.environ.get("KONTOR_CELERY_SETTINGS", "kontor.celeryconfig"))
 _modules = [m.strip() for m in os.environ.get("KONTOR_TASK_MODULES", "").split(",") if m.strip()]
 app.conf.include = [*app.conf.include, *_modules]
+# The queue this deployment's workers consume; a task sent without naming a queue goes there.
+if os.environ.get("KONTOR_DEFAULT_QUEUE"):
+    app.conf.task_default_queue = os.environ["KONTOR_DEFAULT_QUEUE"]
 
 
 

@@ -36,7 +36,7 @@ def test_refused_questions_are_tried_again_while_there_is_time(afternoon):
 
 
 def test_no_attempt_starts_after_the_question_has_run_out_of_time(afternoon):
-    """No question reaches the provider after its deadline, and none is still queued to run past it."""
+    """No question reaches the provider after its deadline, none is still queued to run past it, and none runs again once it has ended."""
     problems = lab8.late_attempts(afternoon)
     assert not problems, _problems(problems, len(afternoon.questions), "questions")
 

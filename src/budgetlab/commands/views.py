@@ -32,6 +32,16 @@ def check_line(result: dict) -> Text:
     return Text.assemble(("  ✗ ", "red"), result["title"], "\n      ", (result["symptom"], "yellow"))
 
 
+# The line after a failed check's summary that names the workers' kept logs.
+WORKER_LOGS = "what the workers logged (last lines): "
+
+
+def verdict_line(output: str) -> str:
+    """The summary line of what `check` printed: how many checks passed, or why it could not grade."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.strip().startswith(WORKER_LOGS)]
+    return lines[-1] if lines else ""
+
+
 def check_summary(outcome) -> Text:
     total = len(outcome.results)
     if outcome.could_not_grade:
@@ -41,7 +51,7 @@ def check_summary(outcome) -> Text:
     style = "bold green" if outcome.passed == total else "bold red"
     summary = Text(f"{outcome.passed} of {total} hidden checks passed", style=style)
     if outcome.worker_logs:
-        summary.append(f"\nwhat the workers logged (last lines): {', '.join(outcome.worker_logs)}", style="dim")
+        summary.append(f"\n{WORKER_LOGS}{', '.join(outcome.worker_logs)}", style="dim")
     return summary
 
 

@@ -184,6 +184,10 @@ class Rig:
         PID when the rig closes; stop one earlier with `tree.stop(grace)`.
         """
         self._require_open()
+        # A worker of one queue is that deployment's worker: a task its code sends without naming a queue
+        # goes there, as it would go to the default queue every worker consumes in production.
+        if len(queues) == 1:
+            extra_env = {"KONTOR_DEFAULT_QUEUE": queues[0], **(extra_env or {})}
         env = self.environment(modules, settings_module, latency_plan, extra_env)
         if argv is None:
             argv = celery_argv(queues, unique_hostname(self.label), concurrency,

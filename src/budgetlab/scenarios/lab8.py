@@ -87,11 +87,11 @@ def _show_questions(console: Console, afternoon: lab8.Afternoon) -> None:
     for q in afternoon.questions:
         starts = " ".join(f"{c.at - q.asked:.0f}{'' if c.behaviour == 'ok' else '✗'}" for c in q.calls)
         took = "" if q.took is None else f"{q.took:.0f} s"
-        style = "red" if q.took is None or q.took > lab8.PROMISE + lab8.TOLERANCE + afternoon.lag else None
+        style = "red" if q.took is None or q.took > lab8.PROMISE else None
         table.add_row(str(q.number), q.phase, str(len(q.calls)), starts, _outcome(q), Text(took, style=style or ""))
     console.print(table)
     console.print(Text("✗: the provider refused that attempt (429 or 503)", style="dim"))
-    late = lab8.late_questions(afternoon.questions, afternoon.lag)
+    late = lab8.late_questions(afternoon.questions, allowance=0.0)
     console.print(f"questions that missed the promise: {len(late)} of {len(afternoon.questions)}")
     most, total, shortest, number = lab8.retries_in_step(afternoon)
     if total:

@@ -43,8 +43,9 @@ TRY_AGAIN = re.compile(r"try\s+again", re.IGNORECASE)
 # The promise, as the lab's docstring states it: from the question to its final state, all attempts together.
 PROMISE = 60.0
 # How far past the promise a final write may land and still count as kept: the last attempt's
-# call and its database writes, on a busy machine whose milliseconds the lab clock stretches.
-TOLERANCE = 10.0
+# call and its database writes, on a busy machine whose milliseconds the lab clock stretches
+# (5 production seconds are 0.2 s of wall time). The worker's measured lag is excused on top.
+TOLERANCE = 5.0
 # How far past the deadline an attempt may reach the provider and still count as started in time.
 START_TOLERANCE = 2.0
 # On a machine loaded far past its two cores, a worker may start a retry many production seconds
@@ -57,13 +58,14 @@ RETRY_AFTER_TOLERANCE = 0.5
 # its whole countdown, a second's countdown 40 ms of wall time, many times this.
 WATCH_EVERY = 0.005
 # Retries "in step": of the questions' first (or second, ...) retries after a 429, more than four in
-# five meant to start within the same two seconds after the refusal. Spread at random over twenty
-# seconds, five or more retries bunch up like that about once in four hundred afternoons at worst
-# (six retries), far less often with more; a fixed wait puts all of them there.
+# five meant to start within the same two seconds after the refusal; a fixed wait puts all of them
+# there. Eight or more retries spread at random bunch up like that in about 1 afternoon of 500 when
+# spread over ten seconds, practically never over twenty (simulated, 20,000 draws each).
 STEP_WINDOW = 2.0
 STEP_SHARE = 0.8
-# Fewer retries of one number than this say nothing about a spread.
-STEP_MINIMUM = 5
+# Fewer retries of one number than this say too little about a spread: five retries spread at random
+# over ten seconds bunch up like that about once in 150 afternoons, eight about once in 500.
+STEP_MINIMUM = 8
 # While the provider rate-limits, at least this share of the questions it refuses with time left for
 # a retry (Retry-After and a few seconds before the deadline) should be tried again in time.
 RETRIED_SHARE = 0.25
@@ -131,6 +133,14 @@ class Question:
     # The ETA of each Celery retry message of this question the story saw wait in Redis (production
     # timestamps); empty for retries made inside a task.
     retries_queued: list = field(default_factory=list)
+    # Every status the question's row took, in order (the database's own record, see _STATUS_HISTORY).
+    statuses: list = field(default_factory=list)
+
+    @property
+    def reopened(self) -> str | None:
+        """The final status the question had reached before an attempt of it ran again; None if it never did."""
+        ended = next((i for i, status in enumerate(self.statuses) if status in FINAL), None)
+        return self.statuses[ended] if ended is not None and ended < len(self.statuses) - 1 else None
 
     def scheduled(self, before: Call, after: Call) -> float:
         """Return when the retry after a refusal was meant to start.
@@ -218,6 +228,42 @@ def _models():
     from kontor.books import models
 
     return models
+
+
+# Every change of an agent run's status, in order, written by the database itself. A question that
+# ended and was then run again (a retry still waiting when it ended) shows a final status followed by
+# another, whatever its row says at the end; no process of the lab's can miss writing it.
+# The function writes with its owner's rights (the grader's role): Kontor's role may not touch the table.
+_STATUS_HISTORY = """
+CREATE TABLE public.budgetlab_lab8_status (id bigserial PRIMARY KEY, run_id bigint NOT NULL, status text NOT NULL);
+CREATE FUNCTION public.budgetlab_lab8_status() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+BEGIN
+    INSERT INTO public.budgetlab_lab8_status (run_id, status) VALUES (NEW.id, NEW.status);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER budgetlab_lab8_status AFTER UPDATE OF status ON {table} FOR EACH ROW
+    WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION public.budgetlab_lab8_status();
+"""
+
+
+def _record_statuses() -> None:
+    """Have the rig's scratch database record every status change of an agent run."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(_STATUS_HISTORY.format(table=connection.ops.quote_name(_models().AgentRun._meta.db_table)))
+
+
+def _statuses() -> dict[int, list[str]]:
+    from django.db import connection
+
+    found: dict[int, list[str]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT run_id, status FROM public.budgetlab_lab8_status ORDER BY id")
+        for run_id, status in cursor.fetchall():
+            found.setdefault(run_id, []).append(status)
+    return found
 
 
 def worker_argv(queue: str, hostname: str) -> list[str]:
@@ -417,6 +463,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     target's code does not start.
     """
     m = _models()
+    _record_statuses()
     service.set_mode("healthy", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
     web = WebProcess(rig, queue, service, rig.folder() / "web.log")
     try:
@@ -485,6 +532,7 @@ def _read(afternoon: Afternoon, review_row) -> None:
     for call in afternoon.calls:
         by_key.setdefault(call.key, []).append(call)
     rows = {r.pk: r for r in m.AgentRun.objects.filter(pk__in=[q.run_id for q in afternoon.questions])}
+    statuses = _statuses()
     answers = dict(m.AgentStep.objects.filter(run_id__in=rows).values_list("run_id").annotate(
         n=__import__("django.db.models", fromlist=["Count"]).Count("id")))
     for q in afternoon.questions:
@@ -494,6 +542,7 @@ def _read(afternoon: Afternoon, review_row) -> None:
         q.answers = answers.get(q.run_id, 0)
         q.calls = sorted(by_key.get(f"q-{q.number}", []), key=lambda c: c.at)
         q.retries_queued = sorted(eta for run_id, eta in afternoon.queued.values() if run_id == q.run_id)
+        q.statuses = statuses.get(q.run_id, [])
     review_row.refresh_from_db()
     review = Review(run_id=review_row.pk, status=review_row.status, message=review_row.message)
     for index in m.AgentStep.objects.filter(run=review_row).values_list("index", flat=True):
@@ -513,14 +562,19 @@ def _calls_text(count: int) -> str:
     return f"{count} call{'' if count == 1 else 's'}"
 
 
-def late_questions(questions: list[Question], lag: float = 0.0) -> list[str]:
-    """Questions that missed the promise; `lag` is the machine's own delay (Afternoon.lag), excused."""
+def late_questions(questions: list[Question], lag: float = 0.0, allowance: float = TOLERANCE) -> list[str]:
+    """Questions that missed the promise.
+
+    The checks excuse `lag`, the machine's own delay (Afternoon.lag), and
+    `allowance`, the last write's time on a busy machine; the live view
+    excuses nothing and shows the promise as the person counts it.
+    """
     problems = []
     for q in questions:
         if q.took is None:
             problems.append(f"{q.name} was still '{q.status}' {PROMISE + TOLERANCE:g} s after it was "
                             f"asked ({_calls_text(len(q.calls))} to the provider so far)")
-        elif q.took > PROMISE + TOLERANCE + lag:
+        elif q.took > PROMISE + allowance + lag:
             problems.append(f"{q.name} ended '{q.status}' {q.took:.0f} s after it was asked; its promise is "
                             f"{PROMISE:g} s")
         elif q.status == "failed" and not TRY_AGAIN.search(q.message):
@@ -556,6 +610,9 @@ def late_attempts(afternoon: Afternoon) -> list[str]:
         if late:
             problems.append(f"{q.name} reached the provider {late[0].at - q.asked:.0f} s after it was asked "
                             f"(its promise is {PROMISE:g} s)")
+        elif q.reopened:
+            problems.append(f"{q.name} had ended '{q.reopened}', then an attempt of it ran again: a retry of "
+                            "it was still waiting when it ended")
     by_run = {q.run_id: q for q in afternoon.questions}
     for message in afternoon.pending:
         q = by_run.get(message.run_id)
