@@ -9,10 +9,12 @@ a question is asked is production time, as the target's code reads it.
 The afternoon: while the provider is healthy the review starts (one of
 its items the provider fails every time) and a few people ask; then the
 provider rate-limits, a token bucket that lets a few calls a minute
-through, and twenty people ask at once; then it recovers and a few more
-ask. The service logs every call it receives; after the afternoon the
-story reads every question's row, every call, and the messages still
-waiting in Redis. Every time here is production seconds.
+through, slowly, and twenty people ask at once; a while later it stops
+refusing but stays slow; then it recovers and a few more ask. The service
+logs every call it receives, and the database every status a question's
+row is given; after the afternoon the story reads them, every question's
+row, and the messages still waiting in Redis. Every time here is
+production seconds.
 """
 
 from __future__ import annotations
@@ -70,10 +72,8 @@ STEP_MINIMUM = 8
 # a retry (Retry-After and a few seconds before the deadline) should be tried again in time.
 RETRIED_SHARE = 0.25
 
-# The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (6 at once),
-# asks for 10 s in Retry-After, and answers one refusal in four with a 503. Six at once, slow, hold
-# every child of the worker when the twenty questions arrive: the others wait in the queue before
-# their first attempt, so a promise counted from that attempt, not from the question, shows.
+# The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
+# asks for 10 s in Retry-After, and answers one refusal in four with a 503.
 LATENCY = 2.0
 # A provider that rate-limits is busy: the calls it lets through take 18 s, within the client's 20 s.
 # EASED production seconds into the spell it stops refusing, and is as slow. An attempt that starts
@@ -81,7 +81,7 @@ LATENCY = 2.0
 # then ends well past the promise, as it would in production; an attempt refused at once could not show that.
 LIMITED_LATENCY = 18.0
 EASED = 35.0
-LIMITED = {"rate": 0.15, "burst": 6, "retry_after": 10.0, "server_error_every": 4}
+LIMITED = {"rate": 0.15, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
 # Questions asked in each phase: healthy, rate-limited (all at once), recovered.
 BEFORE, DURING, AFTER = 4, 20, 4
 REVIEW_ITEMS = 6
@@ -208,9 +208,10 @@ class Afternoon:
 
         That time is the machine's: the retry was due, and the code had
         asked for it in time. Only retries due before the provider eased
-        count: until then it refused at once, so a child was free for every
-        due retry, while afterwards its slow answers may hold every child, a
-        backlog the code meets in production too and must not be excused.
+        count: by the time the first of them is due, the provider lets a call
+        through only every few seconds, so children are free; once it eases,
+        its slow answers may hold every child, a backlog the code meets in
+        production too and must not be excused.
         """
         eased = self.spell_started + EASED
         lags = [after.at - q.scheduled(before, after) for q in self.questions
@@ -251,7 +252,7 @@ CREATE TRIGGER budgetlab_lab8_status AFTER UPDATE OF status ON {table} FOR EACH 
 
 
 def _record_statuses() -> None:
-    """Have the rig's scratch database record every status change of an agent run."""
+    """Have the rig's scratch database record every status write of an agent run."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -460,9 +461,9 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     """Start the worker and the web process with the target's code and play the afternoon.
 
     `rig.django()` must be active. `on_phase` hears "worker", "healthy",
-    "limited", "eased" (from another thread), "recovered" and "done". `linger` production seconds more are
-    given to retries still waiting (the live view shows them; checks read
-    the waiting messages instead). Raises WorkerDidNotStart when the
+    "limited", "eased" (from another thread), "recovered" and "done".
+    `linger` production seconds more are given to retries still waiting
+    (the live view shows them; checks read the waiting messages instead). Raises WorkerDidNotStart when the
     target's code does not start.
     """
     m = _models()
