@@ -87,7 +87,14 @@ def _fresh_progress(name: str) -> dict[str, str]:
 
 
 def _options(lab) -> dict[str, dict]:
-    """What a lab's transcripts need beyond their command: its story module's TRANSCRIPTS (see lab2's)."""
+    """What a lab's transcripts need beyond their command: its story module's TRANSCRIPTS.
+
+    Keyed by the transcript's name without "labN-" and "-celery57" ("check-starter"), else by its
+    verb ("run"); each value holds Transcript fields: `masks`, (regular expression, replacement)
+    pairs for what changes from run to run, `unordered`, and for a transcript of another command
+    (lab 4's "benchmark") its `command` and `timeout`. Output that is the same on every run needs
+    nothing there.
+    """
     import importlib
 
     return getattr(importlib.import_module(lab.story), "TRANSCRIPTS", {}) if lab.story else {}

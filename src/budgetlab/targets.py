@@ -40,8 +40,7 @@ class Target:
         if folder.is_dir():
             return folder
         if self.kind != "folder":
-            raise BudgetlabError(f"{display_path(folder)} is missing; restore it with 'budgetlab reset {lab.number}' "
-                                 "or from git")
+            raise self.missing(folder, lab)
         # The usual slip: a copy of the lab's own folder passed instead of the folder that holds it.
         itself = any((self.root / name).exists() for name in lab.files)
         raise BudgetlabError(f"{display_path(self.root)} holds no {lab.slug}/: --target takes a folder laid out like "

@@ -241,10 +241,7 @@ def number(value) -> float | None:
     except (TypeError, ValueError):
         return None
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 TRANSCRIPTS = {
     # What `run 1` shows depends on the machine where the lab clock turns wall milliseconds into
     # production seconds: start-up and job durations, how far a job got at its limit.

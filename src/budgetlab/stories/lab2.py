@@ -238,10 +238,7 @@ def hard_deadline(sent_at: float) -> float:
     """Return the wall time by which every task must have ended: the latest hard limit plus a margin."""
     return sent_at + max(clock.to_wall(kind.hard) for kind in KINDS) + MARGIN
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 TRANSCRIPTS = {
     "check-starter": {"masks": (
         # Counts of rows written before a limit depend on the machine's load.

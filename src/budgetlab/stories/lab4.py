@@ -23,10 +23,7 @@ def batch_environment(rig, app_name: str) -> dict[str, str]:
     """
     return rig.environment(extra_env={"KONTOR_APP_NAME": app_name, "KONTOR_LATENCY_PLAN": None}).variables()
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 TRANSCRIPTS = {
     "run": {"masks": (
         (r"\b\d+\.\d+ (s|ms)\b", r"T \1"),

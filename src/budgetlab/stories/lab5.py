@@ -19,10 +19,7 @@ def sampler_import_error(exc: Exception) -> str:
     """Say in one line that the learner's sampler does not import, and why."""
     return f"{SLUG}/sampler.py does not import: {type(exc).__name__}: {exc}"
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 TRANSCRIPTS = {
     # The number of scans and the rates come from a random load, by design.
     "check-starter": {"masks": ((r"made \d+ scans", "made K scans"), (r"ran [\d, ]+ scans/s", "ran R scans/s"))},

@@ -263,10 +263,7 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
     on_phase("done")
     return afternoon
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 # Counts, peaks and durations come from real HTTP calls racing on a busy machine: only the shape is stable.
 _SHAPE_ONLY = ((r"\b\d+(?:\.\d+)?\b", "N"), (r">N s", "N s"), (r"\s+", " "))
 TRANSCRIPTS = {"check-starter": {"masks": _SHAPE_ONLY}, "run": {"masks": _SHAPE_ONLY}}

@@ -441,10 +441,7 @@ def configured_visibility_timeout(settings_module: str = SETTINGS) -> float:
     options = getattr(settings, "broker_transport_options", None) or {}
     return options.get("visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT)
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 # The timeline and counts follow the load: when the sweep ran, how far the first run got, how often the
 # message came; the task id is new on every run.
 _FOLLOWS_THE_LOAD = (

@@ -726,10 +726,7 @@ def review_problems(afternoon: Afternoon) -> list[str]:
                         f"queued{when}")
     return problems
 
-# What scripts/transcripts.py blanks when it compares this lab's transcripts with a fresh run, by the
-# transcript's name without "labN-" and "-celery57" ("check-starter"), else by its verb ("run"):
-# (regular expression, replacement) pairs for what changes from run to run; "unordered" compares
-# each paragraph as a bag of words. Output that is the same on every run needs nothing here.
+# What this lab's transcripts blank before a fresh run is compared with them (see scripts/transcripts.py).
 TRANSCRIPTS = {
     # Which questions the rate limit refuses, and when their retries are due, follow the worker's pace:
     # only the shape of the output is stable.
