@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from budgetlab.audit.astshapes import FUNCTIONS
+from budgetlab.audit.astshapes import FUNCTIONS, terminal_name
 from budgetlab.audit.findings import Finding
 from budgetlab.audit.task_options import TaskDeclaration, as_written, module_constants, number, task_declarations
 
@@ -102,8 +102,7 @@ def _setting(name: str | None, value: ast.expr, constants: dict, project: _Proje
 
 
 def _call(display: str, node: ast.Call, constants: dict, project: _Project) -> None:
-    func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    name = terminal_name(node.func) or ""
     keywords = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
     if name == "update":  # app.conf.update(task_acks_late=True, broker_transport_options={...})
         for key, value in keywords.items():

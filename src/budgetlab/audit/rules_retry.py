@@ -30,6 +30,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from budgetlab.audit.astshapes import terminal_name
 from budgetlab.audit.findings import Finding
 from budgetlab.audit.pyrecords import ModuleFacts
 from budgetlab.audit.retry_sites import Function, ModuleReader, Site, assignments, short
@@ -163,7 +164,7 @@ def _spread(expression: ast.expr, reader: ModuleReader, assigned: dict, depth: i
     for node in ast.walk(expression):
         found = None
         if type(node) is ast.Call:
-            name = _called(node)
+            name = terminal_name(node.func)
             if name in _RANDOM:
                 return "spread"
             if name == "get_exponential_backoff_interval":  # celery/utils/time.py lines 448-462
@@ -309,11 +310,6 @@ def _option(task: TaskDeclaration, node: ast.expr) -> ast.expr | None:
 
 def _keywords(call: ast.Call) -> set:
     return {keyword.arg for keyword in call.keywords}
-
-
-def _called(call: ast.Call) -> str | None:
-    func = call.func
-    return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -87,6 +87,8 @@ BEFORE, DURING, AFTER = 4, 20, 4
 REVIEW_ITEMS = 6
 # The review item the provider fails every time (its prompt names this marker).
 FAILING_ITEM = 4
+# What the provider fails every time, in every mode: that item's marker.
+FAILING = [f"[r-1-{FAILING_ITEM}]"]
 # How long the review may take before a check reads it, production seconds: it needs well under 120.
 REVIEW_WAIT = 300.0
 # Six children: the twenty questions' first attempts reach the provider within a second or two.
@@ -214,9 +216,8 @@ class Afternoon:
         production too and must not be excused.
         """
         eased = self.spell_started + EASED
-        lags = [after.at - q.scheduled(before, after) for q in self.questions
-                for before, after in zip(q.calls, q.calls[1:])
-                if q.scheduled(before, after) != after.at and q.scheduled(before, after) < eased]
+        lags = [after.at - due for q in self.questions for before, after in zip(q.calls, q.calls[1:])
+                if (due := q.scheduled(before, after)) != after.at and due < eased]
         return min(max(lags, default=0.0), MOST_LAG)
 
     def phase(self, name: str) -> list[Question]:
@@ -463,12 +464,12 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     `rig.django()` must be active. `on_phase` hears "worker", "healthy",
     "limited", "eased" (from another thread), "recovered" and "done".
     `linger` production seconds more are given to retries still waiting
-    (the live view shows them; checks read the waiting messages instead). Raises WorkerDidNotStart when the
-    target's code does not start.
+    (the live view shows them; checks read the waiting messages instead).
+    Raises WorkerDidNotStart when the target's code does not start.
     """
     m = _models()
     _record_statuses()
-    service.set_mode("healthy", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
+    service.set_mode("healthy", latency=LATENCY, failing=FAILING)
     web = WebProcess(rig, queue, service, rig.folder() / "web.log")
     try:
         rig.start_worker([queue], MODULES, log=log, argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
@@ -491,11 +492,11 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
 
         on_phase("healthy")
         afternoon.questions += ask(1, BEFORE, "healthy")
-        service.set_mode("limited", latency=LIMITED_LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"], **LIMITED)
+        service.set_mode("limited", latency=LIMITED_LATENCY, failing=FAILING, **LIMITED)
         afternoon.spell_started = production_now()
 
         def ease() -> None:
-            service.set_mode("healthy", latency=LIMITED_LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
+            service.set_mode("healthy", latency=LIMITED_LATENCY, failing=FAILING)
             on_phase("eased")
 
         easing = threading.Timer(to_wall(EASED), ease)
@@ -507,7 +508,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
             # Either the provider eased already or it never will; the recovery below must come after it.
             easing.cancel()
             easing.join()
-        service.set_mode("healthy", latency=LATENCY, failing=[f"[r-1-{FAILING_ITEM}]"])
+        service.set_mode("healthy", latency=LATENCY, failing=FAILING)
         on_phase("recovered")
         afternoon.questions += ask(BEFORE + DURING + 1, AFTER, "recovered")
         wait_until(lambda: m.AgentRun.objects.filter(pk=review.pk, status__in=FINAL).exists(),
