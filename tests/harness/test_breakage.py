@@ -146,3 +146,24 @@ def test_a_check_the_stack_cannot_serve_could_not_grade(cli):
     assert result.stdout.splitlines()[-1] == "could not grade: no Redis database on the test server can be used", \
         result.stdout
     assert "✗" not in result.stdout and not recorded_checks(cli)
+
+
+def test_two_checks_of_one_lab_rotate_its_log_without_tripping_on_each_other(tmp_path):
+    """Each check rotates check-N.log as it starts; two at once must not fail on the file the other just moved."""
+    import threading
+
+    errors = []
+
+    def start_checks():
+        for _ in range(300):
+            try:
+                CappedLog(tmp_path / "check-8.log").close()
+            except OSError as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=start_checks) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:3]

@@ -17,8 +17,10 @@ TAIL_BYTES = 768 * 1024
 
 def rotate(path: Path) -> None:
     """Keep the previous copy of a log as <name>.1, replacing an older one."""
-    if path.exists():
+    try:
         os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:  # no log yet, or a second check of the same lab rotated it a moment ago
+        pass
 
 
 class CappedLog:
