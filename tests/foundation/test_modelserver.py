@@ -72,6 +72,19 @@ def test_rate_limits_and_server_errors_reach_the_client_as_their_openai_errors(s
     assert _ask(service, calls=2, max_retries=0)["outcomes"] == ["RateLimitError", "InternalServerError"]
 
 
+def test_a_limited_spell_eases_counted_from_its_first_refusal_not_from_the_switch(service):
+    """Lab 8's provider: calls a busy machine sends late still meet the whole spell, then it lets them through."""
+    service.set_mode("limited", latency=1, rate=0.0001, burst=1, retry_after=5, eases_after=20)
+    # The asking process alone takes longer than the spell to start (0.2 s wall is 20 production seconds).
+    first = _ask(service, calls=2, max_retries=0)["outcomes"]
+    assert first[0].startswith("answer ") and first[1] == "RateLimitError", first
+    assert service.stats()["first_refusal"] is not None
+    deadline = time.monotonic() + 10
+    while not service.stats()["eased"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _ask(service, calls=2, max_retries=0)["outcomes"][1].startswith("answer ")
+
+
 def test_a_call_the_client_gave_up_on_is_no_longer_held(service):
     service.set_mode("slow", pattern=["hang"], hang=100_000)
     assert _ask(service, timeout=5, max_retries=0)["outcomes"] == ["APITimeoutError"]

@@ -13,7 +13,9 @@ time through POST /admin/mode:
     limited  the provider rate-limits: a token bucket lets `rate` calls a
              second through (at most `burst` at once), answered after
              `latency`; every other call gets 429 with Retry-After, and
-             one refusal in `server_error_every` a 503 instead
+             one refusal in `server_error_every` a 503 instead; with
+             `eases_after`, that many seconds after its first refusal it
+             lets every call through again, answered as slowly
 
 In every mode, a call whose prompt contains a marker listed in `failing`
 gets a 503, every time.
@@ -51,7 +53,7 @@ from kontor.latency import MODEL_CALL, keyed_rng
 SLOW_PATTERN = ("hang", "slow_body", "hang", "rate_limit", "server_error")
 DEFAULT_MODE = {"mode": "healthy", "latency": None, "hang": 1200.0, "retry_after": 20.0,
                 "pattern": list(SLOW_PATTERN), "seed": 7, "rate": 4.0, "burst": 4, "server_error_every": 0,
-                "failing": []}
+                "failing": [], "eases_after": None}
 MODES = ("healthy", "slow", "limited")
 # The calls the service remembers for GET /admin/calls; older ones are dropped.
 CALL_LOG = 5000
@@ -72,6 +74,8 @@ class State:
         self.tokens = 0.0
         self.refilled = time.monotonic()
         self.refused = 0
+        self.first_refusal: float | None = None   # wall time of the limited mode's first refusal
+        self.spell_began = 0.0                     # the same moment, monotonic
         self.calls: list[dict] = []
 
     def set_mode(self, spec: dict) -> dict:
@@ -84,6 +88,7 @@ class State:
             self.mode = {**DEFAULT_MODE, **spec}
             self.cycle = itertools.cycle(self.mode["pattern"])
             self.tokens, self.refilled, self.refused = float(self.mode["burst"]), time.monotonic(), 0
+            self.first_refusal = None
             return dict(self.mode)
 
     def next_behaviour(self, prompt: str = "") -> tuple[str, dict]:
@@ -106,16 +111,32 @@ class State:
             return behaviour, mode
 
     def _limited(self, prompt: str, mode: dict) -> str:
-        """The token bucket, in production seconds: `rate` tokens a second, never more than `burst`."""
+        """The token bucket, in production seconds: `rate` tokens a second, never more than `burst`.
+
+        With `eases_after`, the spell ends that many production seconds after
+        its first refusal: the provider lets every call through again, as
+        slowly. Counted from the refusal, not from the mode switch, so that
+        the calls a busy machine sends late still meet the whole spell.
+        """
         now = time.monotonic()
+        if self.eased(now):
+            return "ok"
         elapsed = (now - self.refilled) / self.time_scale
         self.tokens, self.refilled = min(float(mode["burst"]), self.tokens + elapsed * mode["rate"]), now
         if self.tokens >= 1:
             self.tokens -= 1
             return "ok"
+        if self.first_refusal is None:
+            self.first_refusal, self.spell_began = time.time(), now
         self.refused += 1
         every = int(mode["server_error_every"])
         return "server_error" if every and self.refused % every == 0 else "rate_limit"
+
+    def eased(self, now: float) -> bool:
+        """Whether the limited mode's spell is over (call with the lock held)."""
+        after = self.mode["eases_after"]
+        return (after is not None and self.first_refusal is not None
+                and (now - self.spell_began) / self.time_scale >= after)
 
     def holding(self, delta: int) -> None:
         with self.lock:
@@ -128,7 +149,8 @@ class State:
     def stats(self) -> dict:
         with self.lock:
             return {"mode": self.mode["mode"], "requests": self.requests, "open": self.open,
-                    "served": dict(self.served), "time_scale": self.time_scale}
+                    "served": dict(self.served), "time_scale": self.time_scale, "first_refusal": self.first_refusal,
+                    "eased": self.eased(time.monotonic())}
 
 
 def completion(model: str, content: str) -> dict:

@@ -35,7 +35,7 @@ PHASES = {"healthy": f"the provider is healthy: the month-end review starts, {la
           "limited": (f"the provider rate-limits ({lab8.LIMITED['rate']:g} calls a second, each answered in "
                       f"{lab8.LIMITED_LATENCY:g} s; 429 with Retry-After {lab8.LIMITED['retry_after']:g} s, some 503s): "
                       f"{lab8.DURING} people ask at once"),
-          "eased": (f"{lab8.EASED:g} s into the spell the provider stops refusing, and still takes "
+          "eased": (f"{lab8.EASED:g} s after its first refusal the provider stops refusing, and still takes "
                     f"{lab8.LIMITED_LATENCY:g} s a call"),
           "recovered": f"the provider has recovered; {lab8.AFTER} more people ask"}
 

@@ -9,8 +9,9 @@ a question is asked is production time, as the target's code reads it.
 The afternoon: while the provider is healthy the review starts (one of
 its items the provider fails every time) and a few people ask; then the
 provider rate-limits, a token bucket that lets a few calls a minute
-through, slowly, and twenty people ask at once; a while later it stops
-refusing but stays slow; then it recovers and a few more ask. The service
+through, slowly, and twenty people ask at once; a while after its first
+refusal it stops refusing but stays slow; then it recovers and a few more
+ask. The service
 logs every call it receives, and the database every status a question's
 row is given; after the afternoon the story reads them, every question's
 row, and the messages still waiting in Redis. Every time here is
@@ -76,7 +77,7 @@ RETRIED_SHARE = 0.25
 # asks for 10 s in Retry-After, and answers one refusal in four with a 503.
 LATENCY = 2.0
 # A provider that rate-limits is busy: the calls it lets through take 18 s, within the client's 20 s.
-# EASED production seconds into the spell it stops refusing, and is as slow. An attempt that starts
+# EASED production seconds after its first refusal it stops refusing, and is as slow. An attempt that starts
 # in the last seconds before its question's deadline, with nothing bounding it by the time left,
 # then ends well past the promise, as it would in production; an attempt refused at once could not show that.
 LIMITED_LATENCY = 18.0
@@ -457,6 +458,25 @@ def _decided(questions: list[Question], watcher: RetryWatcher) -> bool:
                for q in questions)
 
 
+class _Easing(threading.Thread):
+    """Tell `on_phase` "eased" once the provider's spell is over; it ends on its own, EASED after its first refusal."""
+
+    def __init__(self, service, on_phase: Callable[[str], None]):
+        super().__init__(daemon=True)
+        self.service, self.on_phase, self.done = service, on_phase, threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        while not self.done.wait(0.02):
+            if self.service.stats()["eased"]:
+                self.on_phase("eased")
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
 def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None,
                    hostname: str | None = None, linger: float = 0.0) -> Afternoon:
     """Start the worker and the web process with the target's code and play the afternoon.
@@ -492,22 +512,18 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
 
         on_phase("healthy")
         afternoon.questions += ask(1, BEFORE, "healthy")
-        service.set_mode("limited", latency=LIMITED_LATENCY, failing=FAILING, **LIMITED)
-        afternoon.spell_started = production_now()
-
-        def ease() -> None:
-            service.set_mode("healthy", latency=LIMITED_LATENCY, failing=FAILING)
-            on_phase("eased")
-
-        easing = threading.Timer(to_wall(EASED), ease)
-        easing.start()
+        spell_asked = production_now()
+        service.set_mode("limited", latency=LIMITED_LATENCY, failing=FAILING, eases_after=EASED, **LIMITED)
+        easing = _Easing(service, on_phase)
         on_phase("limited")
         try:
             afternoon.questions += ask(BEFORE + 1, DURING, "limited")
         finally:
-            # Either the provider eased already or it never will; the recovery below must come after it.
-            easing.cancel()
-            easing.join()
+            easing.stop()
+        first_refusal = service.stats()["first_refusal"]
+        # The spell runs from the provider's first refusal (see modelserver's `eases_after`).
+        afternoon.spell_started = (clock.production_time(first_refusal, time_scale()) if first_refusal is not None
+                                   else spell_asked)
         service.set_mode("healthy", latency=LATENCY, failing=FAILING)
         on_phase("recovered")
         afternoon.questions += ask(BEFORE + DURING + 1, AFTER, "recovered")
