@@ -1,14 +1,16 @@
-"""Fixtures of the lab-1 checks: three runs of the target's entrypoint.sh, started once, probed at once.
+"""Fixtures of the lab-1 checks: two runs of the target's entrypoint.sh, started once, probed at once.
 
 Five masters take seconds of CPU to start on a two-core machine, so the
-checks share three fleets instead of starting one per check: the
-container as deployed, the container with the budget overridden from the
-environment, and a copy whose settings.py says another default budget (a
-reviewer's edit, which must change what the transactional queues get).
-Every probe is sent as soon as its fleet is ready, and the first fleet's
-probes run while the second one starts; each check then waits only for
-its own fleet and probes. The third fleet starts when its check asks for
-it, after the timed probes of the others have settled. A probe meant to be killed sleeps half as long again as the hard
+checks share two fleets instead of starting one per check. The main
+fleet runs a copy whose settings.py says another default budget (a
+reviewer's edit): every deployed check reads it, and the budget it
+enforces on the transactional queues must be the copy's, which shows
+that settings.py is the one in force. The second fleet is the target
+as deployed with the budget overridden from the environment. What the
+target's own settings.py gives is read as Celery reads it, in a
+process of its own, with no override set. Every probe is sent as soon
+as its fleet is ready; the main fleet's probes run while the second one
+starts. A probe meant to be killed sleeps half as long again as the hard
 limit, so that a late timer on a busy machine still catches it.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from lab1_measure import (CHANGED, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, start_one_after_another, stop_all,
+from lab1_measure import (LONGEST_HARD, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, SettingsRead, start_one_after_another, stop_all,
                           with_changed_budget)
 
 from budgetlab.stories.lab1 import BATCH, HARD_VARIABLE, INTERACTIVE, QUEUES, SOFT_VARIABLE, TRANSACTIONAL
@@ -27,36 +29,35 @@ from budgetlab.stories.lab1 import BATCH, HARD_VARIABLE, INTERACTIVE, QUEUES, SO
 class Probes:
     """Every probe of the lab-1 checks, by purpose and queue."""
 
-    deployed: Fleet
-    overridden: Fleet
-    changed: Fleet
-    how_changed: str   # what the changed fleet's copy of settings.py says differently
-    within_budget: dict[str, Probe] = field(default_factory=dict)   # plain, 200 s: past 120, within 600
-    past_budget: dict[str, Probe] = field(default_factory=dict)     # plain, 1400 s: well past 600 and 900
+    main: Fleet                  # the target with settings.py's default budget changed, as deployed
+    overridden: Fleet            # the target as it is, with the budget overridden from the environment
+    how_changed: str             # what the main fleet's copy of settings.py says differently
+    settings: SettingsRead       # the budget the target's own settings.py gives
+    changed_settings: SettingsRead   # the budget the main fleet's copy of settings.py gives
+    within_budget: dict[str, Probe] = field(default_factory=dict)   # plain, 200 s: past 120, within either budget
+    past_budget: dict[str, Probe] = field(default_factory=dict)     # plain, well past the changed budget
     decorated: dict[str, Probe] = field(default_factory=dict)       # decorated 200/250, 500 s
     agents: dict[str, Probe] = field(default_factory=dict)          # plain: 1800 s on batch, 130 s on interactive
     overrides: dict[str, Probe] = field(default_factory=dict)       # plain, 700 s, overridden fleet
-    changes: dict[str, Probe] = field(default_factory=dict)         # plain, well past the changed budget, changed fleet
 
 
 @pytest.fixture(scope="session")
 def probes(target_dir, tmp_path_factory):
     logs = tmp_path_factory.mktemp("lab1")
-    deployed = Fleet(target_dir, logs / "deployed.log")
+    copy = with_changed_budget(target_dir, tmp_path_factory.mktemp("lab1-changed"))
+    main = Fleet(copy.root, logs / "main.log")
     overridden = Fleet(target_dir, logs / "overridden.log",
                        {SOFT_VARIABLE: f"{OVERRIDE_SOFT:g}", HARD_VARIABLE: f"{OVERRIDE_HARD:g}"})
-    copy = with_changed_budget(target_dir, tmp_path_factory.mktemp("lab1-changed"))
-    changed = Fleet(copy.root, logs / "changed.log", lazy=True)
-    found = Probes(deployed, overridden, changed, copy.how)
+    found = Probes(main, overridden, copy.how, SettingsRead(target_dir), SettingsRead(copy.root))
 
     def send(fleet: Fleet) -> None:
-        if fleet is changed:
-            for queue in TRANSACTIONAL:
-                found.changes[queue] = fleet.send(queue, "plain", 1.5 * max(CHANGED.values()) + 100)
-        elif fleet is deployed:
+        if fleet is main:
+            # Half as long again as the copy's hard limit, so that a late kill on a busy machine still comes
+            # first; a copy without one gets the longest probe.
+            past_budget = 1.5 * min(found.changed_settings.budget()[1] or LONGEST_HARD, LONGEST_HARD) + 100
             for queue in TRANSACTIONAL:
                 found.within_budget[queue] = fleet.send(queue, "plain", 200)
-                found.past_budget[queue] = fleet.send(queue, "plain", 1400)
+                found.past_budget[queue] = fleet.send(queue, "plain", past_budget)
             found.agents[BATCH] = fleet.send(BATCH, "plain", 1800)
             found.agents[INTERACTIVE] = fleet.send(INTERACTIVE, "plain", 130)
             for queue in QUEUES:
@@ -65,9 +66,11 @@ def probes(target_dir, tmp_path_factory):
             for queue in TRANSACTIONAL:
                 found.overrides[queue] = fleet.send(queue, "plain", 700)
 
-    finish = start_one_after_another([deployed, overridden, changed], send)
+    finish = start_one_after_another([main, overridden], send)
     try:
         yield found
     finally:
         finish()
-        stop_all([deployed, overridden, changed])
+        stop_all([main, overridden])
+        found.settings.close()
+        found.changed_settings.close()

@@ -15,9 +15,12 @@ time.
 from __future__ import annotations
 
 import ast
+import json
 import io
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import tokenize
 import time
@@ -32,7 +35,7 @@ from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.harness.rig import Rig
 from budgetlab.inworker import clock
 from budgetlab.stories.lab1 import (DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE,
-                                    start_masters, workers)
+                                    number, start_masters, workers)
 from budgetlab.stories.reading import settled, stored_at
 
 # The decorated probe's own limits (lab1_probes.decorated).
@@ -42,6 +45,9 @@ OVERRIDE_SOFT, OVERRIDE_HARD = 300.0, 400.0
 # What the settings-change check writes into a copy of settings.py in place of the default budget:
 # numbers of the same width, far from every other budget the checks use.
 CHANGED = {DEFAULT_SOFT: 480.0, DEFAULT_HARD: 720.0}
+# The longest hard limit the checks wait for on the transactional queues (the copy's settings may compute
+# theirs): 7 s of wall time at the checks' clock for the probe that must outlive it.
+LONGEST_HARD = 2400.0
 # The checks run the lab clock 2.5 times faster than `budgetlab run`: the longest probe
 # (1800 s on agent-batch) then takes 3.6 s of wall time at the default clock.
 FACTOR = clock.factor() * 0.4
@@ -75,12 +81,9 @@ class Outcome:
 class Fleet:
     """One run of the target's entrypoint.sh: five masters, one per queue, on a rig of its own."""
 
-    def __init__(self, target_dir: Path, log: Path, overrides: dict[str, str] | None = None, lazy: bool = False):
+    def __init__(self, target_dir: Path, log: Path, overrides: dict[str, str] | None = None):
         self.target_dir, self.log = target_dir, log
         self.overrides = dict(overrides or {})
-        # A lazy fleet starts only once a check asks for it: its start then loads no other fleet's probes.
-        self.lazy = lazy
-        self.wanted = threading.Event()
         # A rig each: both fleets consume the same queue names, so each needs a broker of its own.
         self.rig = Rig(target_dir, label="lab1")
         self.name = f"check-{uuid.uuid4().hex[:6]}"
@@ -108,7 +111,6 @@ class Fleet:
 
     def require(self) -> None:
         """Wait until the fleet has started and its probes are sent; raise when it could not start."""
-        self.wanted.set()
         self.ready.wait()
         if self.failure is not None:
             raise self.failure
@@ -143,6 +145,55 @@ class Fleet:
         if self.notes is not None:
             self.notes.close()
         self.rig.close()
+
+
+# How a master reads its settings module (kontor.celery_app): Celery's config_from_object, here
+# without Kontor's Django set-up, which no budget depends on. Prints the default budget as JSON.
+_READ_SETTINGS = (
+    "import json\n"
+    "from celery import Celery\n"
+    "app = Celery(set_as_current=False)\n"
+    f"app.config_from_object('{SLUG}.settings')\n"
+    "print(json.dumps([app.conf.task_soft_time_limit, app.conf.task_time_limit]))\n"
+)
+
+
+class SettingsRead:
+    """The default budget a tree's settings.py gives with no budget variable set, read as Celery reads it.
+
+    The read starts at once in a process of its own, beside the fleets'
+    start; `budget()` waits for it.
+    """
+
+    def __init__(self, root: Path):
+        env = {name: value for name, value in os.environ.items() if name not in (SOFT_VARIABLE, HARD_VARIABLE)}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+        self._process = subprocess.Popen([sys.executable, "-c", _READ_SETTINGS], cwd=root, env=env, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._found: tuple[float | None, float | None] | None = None
+        self.error: str | None = None   # why settings.py could not be read: the learner's code, not the stack
+
+    def budget(self) -> tuple[float | None, float | None]:
+        """Return the soft and hard limit settings.py gives (None: none, or it could not be read)."""
+        if self._found is None:
+            try:
+                out, err = self._process.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise CouldNotGrade(f"importing {SLUG}.settings did not finish in 60 s") from None
+            self._found = (None, None)
+            if self._process.returncode:
+                last = (err.strip().splitlines() or ["no output"])[-1]
+                self.error = f"settings.py could not be read: {last}"
+            else:
+                soft, hard = json.loads(out.strip().splitlines()[-1])
+                self._found = (number(soft), number(hard))
+        return self._found
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.communicate()
 
 
 @dataclass
@@ -196,8 +247,7 @@ def start_one_after_another(fleets: list[Fleet], then):
     Starting is CPU-bound, so one fleet at a time gets the first one ready
     sooner: its probes run while the next fleet starts, and a check waits
     (`Fleet.require`) only for the fleet it reads, so no single check's
-    time covers every start. A lazy fleet waits until a check asks for it.
-    Returns a function that lets no further fleet start and waits for the
+    time covers every start. Returns a function that lets no further fleet start and waits for the
     one starting, to call before stopping them.
     """
     cancelled = threading.Event()
@@ -206,8 +256,6 @@ def start_one_after_another(fleets: list[Fleet], then):
         error = failure = None
         for fleet in fleets:
             try:
-                if fleet.lazy:
-                    fleet.wanted.wait()
                 if error or failure or cancelled.is_set():
                     # The same entrypoint would fail the same way; say so at once instead of waiting again.
                     fleet.error, fleet.failure = error or "the checks ended before this fleet started", failure
@@ -226,8 +274,6 @@ def start_one_after_another(fleets: list[Fleet], then):
 
     def finish() -> None:
         cancelled.set()
-        for fleet in fleets:
-            fleet.wanted.set()
         thread.join()
     return finish
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from lab1_measure import DECORATED_HARD, DECORATED_SOFT, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Outcome, lateness_allowed
+from lab1_measure import (CHANGED, DECORATED_HARD, DECORATED_SOFT, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Outcome,
+                          lateness_allowed)
 
 from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, INTERACTIVE,
-                                    INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL, number)
+                                    INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL)
 
 # Production seconds a limit may arrive before its time: the precision of the pool's timers.
 EARLY = 20.0
@@ -14,6 +15,10 @@ EARLY = 20.0
 
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
+
+
+def _limit(value: float | None, kind: str = "soft") -> str:
+    return f"a {_seconds(value)} {kind} limit" if value else f"no {kind} limit"
 
 
 def _queues(names: list[str]) -> str:
@@ -32,9 +37,11 @@ def _report(prefix: str, symptoms: dict[str, str | None]) -> str:
     return "; ".join(f"{prefix}{_queues(queues)}: {symptom}" for symptom, queues in grouped.items())
 
 
-def _settings_say(fleet: Fleet, queue: str) -> str:
-    value = fleet.settings_of(queue).get("task_soft_time_limit")
-    return f"the settings say {value:g} s" if value else "the settings set no soft limit"
+def _as_run(probes, message: str) -> str:
+    """Say where a number the learner never wrote comes from: the main fleet runs settings.py's budget changed."""
+    if any(f"{value:g} s" in message for value in CHANGED.values()):
+        return f"{message} (the checks ran your files {probes.how_changed})"
+    return message
 
 
 def _timing(outcome: Outcome) -> str | None:
@@ -103,8 +110,14 @@ def _preempted(fleet: Fleet, queue: str) -> str | None:
 
 
 def test_transactional_queues_get_the_settings_budget(probes):
-    """On imports, documents and sweeps, a task without its own limit gets 600 s soft and 900 s hard."""
-    probes.deployed.require()
+    """On imports, documents and sweeps, a task without its own limit gets settings.py's 600 s soft and 900 s hard."""
+    soft, hard = probes.settings.budget()
+    assert not probes.settings.error, probes.settings.error
+    assert (soft, hard) == (DEFAULT_SOFT, DEFAULT_HARD), (
+        f"with neither {SOFT_VARIABLE} nor {HARD_VARIABLE} set, settings.py gives a task without its own limit "
+        f"{_limit(soft)} and {_limit(hard, 'hard')}; the house budget is {_seconds(DEFAULT_SOFT)} soft and "
+        f"{_seconds(DEFAULT_HARD)} hard")
+    probes.main.require()
     symptoms = {}
     for queue in TRANSACTIONAL:
         within = probes.within_budget[queue].outcome()
@@ -112,24 +125,21 @@ def test_transactional_queues_get_the_settings_budget(probes):
             symptoms[queue] = f"a task without its own limit failed in an unexpected way: {within.error}"
         elif within.soft_limit is not None:
             symptoms[queue] = (f"a task without its own limit was stopped at {_seconds(within.soft_limit)} "
-                               f"although {_settings_say(probes.deployed, queue)}")
+                               f"although the settings say {_seconds(soft)}")
         elif not within.finished:
             symptoms[queue] = f"a task without its own limit was killed at {_seconds(within.hard_limit)}"
-        else:
-            symptoms[queue] = _limits(probes.past_budget[queue].outcome(), DEFAULT_SOFT, DEFAULT_HARD,
-                                      "a task without its own limit")
-    message = _report("transactional ", symptoms)
+    message = _as_run(probes, _report("transactional ", symptoms))
     assert not message, message
 
 
 def test_decorator_limits_win_on_every_queue(probes):
     """On every queue, a task's own decorator limits win over whatever the worker or the settings say."""
-    probes.deployed.require()
+    probes.main.require()
     who = (f"a task whose decorator asks for {_seconds(DECORATED_SOFT)} soft and "
            f"{_seconds(DECORATED_HARD)} hard")
     symptoms = {queue: _limits(probes.decorated[queue].outcome(), DECORATED_SOFT, DECORATED_HARD, who)
                 for queue in QUEUES}
-    message = _report("", symptoms)
+    message = _as_run(probes, _report("", symptoms))
     assert not message, message
 
 
@@ -146,7 +156,7 @@ def test_environment_overrides_reach_the_workers(probes):
 
 def test_agent_queues_keep_budgets_of_their_own(probes):
     """agent-batch keeps a generous soft limit (at least 1800 s) and agent-interactive a tight one (at most 60 s)."""
-    probes.deployed.require()
+    probes.main.require()
     batch = probes.agents[BATCH].outcome()
     interactive = probes.agents[INTERACTIVE].outcome()
     symptoms = {}
@@ -158,11 +168,11 @@ def test_agent_queues_keep_budgets_of_their_own(probes):
     elif not batch.finished and batch.hard_limit is not None and batch.hard_limit < BATCH_AT_LEAST:
         symptoms[BATCH] = (f"a task without its own limit was killed at {_seconds(batch.hard_limit)}; "
                            f"batch agent work needs at least {_seconds(BATCH_AT_LEAST)}")
-    elif probes.deployed.reported_limits(BATCH)[0] is None:
+    elif probes.main.reported_limits(BATCH)[0] is None:
         symptoms[BATCH] = ("a task without its own limit has no soft limit at all there (the worker reports none); "
                            f"batch agent work needs an explicit one of at least {_seconds(BATCH_AT_LEAST)}")
     else:
-        symptoms[BATCH] = _preempted(probes.deployed, BATCH)
+        symptoms[BATCH] = _preempted(probes.main, BATCH)
     if interactive.error:
         symptoms[INTERACTIVE] = f"a task without its own limit failed in an unexpected way: {interactive.error}"
     elif interactive.soft_limit is None:
@@ -174,21 +184,18 @@ def test_agent_queues_keep_budgets_of_their_own(probes):
                                  f"{_seconds(interactive.soft_limit)}; a person waits there, so it needs at most "
                                  f"{_seconds(INTERACTIVE_AT_MOST)}")
     else:
-        symptoms[INTERACTIVE] = _preempted(probes.deployed, INTERACTIVE) or _timing(interactive)
+        symptoms[INTERACTIVE] = _preempted(probes.main, INTERACTIVE) or _timing(interactive)
     message = _report("", symptoms)
     assert not message, message
 
 
 def test_the_budget_in_settings_is_the_one_in_force(probes):
     """Change the default budget in settings.py, and the transactional queues' budget changes with it."""
-    fleet = probes.changed
-    fleet.require()
+    soft, hard = probes.changed_settings.budget()
+    probes.main.require()
     who = f"{probes.how_changed}, a task without its own limit"
-    symptoms = {}
-    for queue in TRANSACTIONAL:
-        said = fleet.settings_of(queue)
-        soft, hard = number(said.get("task_soft_time_limit")), number(said.get("task_time_limit"))
-        # A settings module without a budget fails the deployed checks; there is nothing to follow here.
-        symptoms[queue] = _limits(probes.changes[queue].outcome(), soft, hard, who) if soft and hard else None
+    # A settings.py without a budget fails the check above; there is nothing to follow here.
+    symptoms = {queue: _limits(probes.past_budget[queue].outcome(), soft, hard, who) if soft and hard else None
+                for queue in TRANSACTIONAL}
     message = _report("transactional ", symptoms)
     assert not message, message
