@@ -32,7 +32,8 @@ def test_refused_questions_are_tried_again_while_there_is_time(afternoon):
     assert len(retried) >= lab8.RETRIED_SHARE * len(refused), (
         f"only {len(retried)} of the {len(refused)} questions the provider refused while it rate-limited were "
         f"tried again within their {lab8.PROMISE:g} s; the others were told to try again, or left waiting, "
-        f"while a retry after Retry-After ({lab8.LIMITED['retry_after']:g} s) still fitted")
+        f"while a retry after Retry-After ({lab8.LIMITED['retry_after']:g} s), answered at the provider's pace "
+        f"({lab8.LIMITED_LATENCY:g} s), still fitted")
 
 
 def test_no_attempt_starts_after_the_question_has_run_out_of_time(afternoon):
@@ -48,6 +49,6 @@ def test_retries_wait_for_what_the_provider_asks(afternoon):
 
 
 def test_retries_do_not_come_back_in_step(afternoon):
-    """Questions refused together do not come back together: never four in five of their retries after a 429 due within the same two seconds."""
+    """Questions refused together do not come back together: never more than four in five of their retries after a 429 due within the same two seconds."""
     problem = lab8.in_step(afternoon)
     assert problem is None, problem

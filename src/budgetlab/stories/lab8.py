@@ -70,7 +70,7 @@ STEP_SHARE = 0.8
 # over ten seconds bunch up like that about once in 150 afternoons, eight about once in 500.
 STEP_MINIMUM = 8
 # While the provider rate-limits, at least this share of the questions it refuses with time left for
-# a retry (Retry-After and a few seconds before the deadline) should be tried again in time.
+# a retry (Retry-After, then a call at the pace it answers, before the deadline) should be tried again in time.
 RETRIED_SHARE = 0.25
 
 # The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
@@ -608,12 +608,16 @@ def late_questions(questions: list[Question], lag: float = 0.0, allowance: float
 def refused_and_retried(questions: list[Question]) -> tuple[list[Question], list[Question]]:
     """Return the questions refused early enough to be retried in time, and those of them that were.
 
-    A question counts as retried when a retry reached the provider in time,
-    or when a Celery retry of it was due by its deadline: a machine loaded
-    far past its cores may start that retry too late to call the provider,
-    which is no fault of the code that asked for it.
+    Early enough: a retry after Retry-After, answered at the pace the
+    provider answers while it rate-limits, would still end within the
+    promise. A refusal later than that is rightly answered with "try
+    again" (a task that holds its child while it waits meets its refusals
+    late). A question counts as retried when a retry reached the provider
+    in time, or when a Celery retry of it was due by its deadline: a
+    machine loaded far past its cores may start that retry too late to
+    call the provider, which is no fault of the code that asked for it.
     """
-    leave = LIMITED["retry_after"] + 5
+    leave = LIMITED["retry_after"] + LIMITED_LATENCY
     refused = [q for q in questions
                if any(c.behaviour != "ok" and c.at + leave <= q.deadline for c in q.calls)]
     retried = [q for q in refused
