@@ -22,7 +22,9 @@ from kontor.celery_app import app
 
 
 def _run(probe_id: str, seconds: float) -> dict:
-    notes = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
+    # No socket time-out: redis-py's default 5 s is 10 ms of wall time on the checks' clock, which a loaded
+    # machine's loopback reply may exceed; a probe's note is the grader's, not the code under test.
+    notes = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"], socket_timeout=None, socket_connect_timeout=None)
     # Notes outlive any check that reads them (the lease's database is emptied when it is released).
     keep = 30 * 86400
     started, started_at = time.monotonic(), time.time()

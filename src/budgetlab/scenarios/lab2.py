@@ -37,8 +37,9 @@ TASK_LINE = re.compile(r"(Soft|Hard) time limit \(([\d.]+)s\) exceeded for ([\w.
 KILL_LINE = re.compile(r"Process '([\w-]+)' pid:(\d+) exited with 'signal 9 \(SIGKILL\)'")
 END_LINE = re.compile(r"Task ([\w.]+)\[[\w-]+\] (raised unexpected: (\w+)|succeeded)")
 ITEM = re.compile(r"\b(row|file|step)[- ](\d+)")
-# Waiting ends at the latest hard limit plus this, in wall seconds, or at WATCH_CAP for tasks without one.
-MARGIN, WATCH_CAP = 2.0, 60.0
+# Waiting ends once every killed child is reaped, at the latest at the last hard limit plus this, in wall
+# seconds (a loaded machine reaps seconds late), or at WATCH_CAP for tasks without one.
+MARGIN, WATCH_CAP = 15.0, 60.0
 
 
 @dataclass
