@@ -34,6 +34,9 @@ def test_stored_transcript_matches_a_fresh_run(entry):
         f"docs/transcripts/{entry.name}.txt is missing; run `python scripts/transcripts.py {entry.name}`"
     )
     diff = transcripts.compare(entry)
+    if diff and "+could not grade" in diff:
+        # A check that says the machine kept it from grading gave no verdict to compare: once more.
+        diff = transcripts.compare(entry)
     assert diff is None, (
         f"docs/transcripts/{entry.name}.txt no longer matches `{' '.join(entry.command)}`; "
         f"run `python scripts/transcripts.py {entry.name}` and review:\n{diff}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from budgetlab.harness.grading import could_not_start
+from budgetlab.harness.grading import CouldNotGrade, could_not_start
 from budgetlab.harness.modelserver import ModelService
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories import lab8
@@ -16,8 +16,12 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> lab8.Afternoon:
     folder = tmp_path_factory.mktemp("lab8")
     with ModelService(folder, lab8.time_scale()) as service, Rig(target_dir, label="check") as rig, rig.django():
         try:
-            return lab8.play_afternoon(rig, service, rig.queue(), folder / "worker.log")
+            afternoon = lab8.play_afternoon(rig, service, rig.queue(), folder / "worker.log")
         except WorkerDidNotStart as exc:
             raise could_not_start(target_dir, exc) from None
         except lab8.WebProcessEnded as exc:
             raise AssertionError(f"{exc}: {lab8.last_error(rig.folder() / 'web.log')}") from None
+    missing = lab8.rush_missing(afternoon)
+    if missing:
+        raise CouldNotGrade(missing)
+    return afternoon

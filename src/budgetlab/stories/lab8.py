@@ -583,6 +583,29 @@ def _calls_text(count: int) -> str:
     return f"{count} call{'' if count == 1 else 's'}"
 
 
+# Fewer refusals than this while twenty people asked at once into a bucket of three: the rush never
+# reached the provider as a rush, and every check about refusals would pass with nothing to judge.
+FEWEST_REFUSALS = 4
+
+
+def rush_missing(afternoon: Afternoon) -> str | None:
+    """Say why the afternoon cannot be graded when the rate limit met no rush; None when it did.
+
+    On a machine loaded far past its cores the worker may send the twenty
+    first calls so far apart, in production seconds, that the bucket
+    refills between them: then no question is refused, and a wrong retry
+    policy has nothing to show.
+    """
+    asked = afternoon.phase("limited")
+    refused = [c for q in asked for c in q.calls if c.behaviour != "ok"]
+    if len(refused) >= FEWEST_REFUSALS:
+        return None
+    first = sorted(q.calls[0].at for q in asked if q.calls)
+    spread = f"over {first[-1] - first[0]:.0f} s" if len(first) > 1 else "hardly at all"
+    return (f"the provider refused only {len(refused)} calls while it rate-limited: the {len(asked)} questions asked "
+            f"at once reached it {spread}, so the rush never came (is the machine very busy?)")
+
+
 def late_questions(questions: list[Question], lag: float = 0.0, allowance: float = TOLERANCE) -> list[str]:
     """Questions that missed the promise.
 
