@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from lab1_measure import (LONGEST_HARD, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, SettingsRead, start_one_after_another, stop_all,
-                          with_changed_budget)
+from lab1_measure import (LONGEST_HARD, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, SettingsRead,
+                          start_one_after_another, stop_all, with_changed_budget)
 
 from budgetlab.stories.lab1 import BATCH, HARD_VARIABLE, INTERACTIVE, QUEUES, SOFT_VARIABLE, TRANSACTIONAL
 

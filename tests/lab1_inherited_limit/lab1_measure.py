@@ -122,10 +122,6 @@ class Fleet:
         result = self.client.send_task(f"lab1probe.{kind}", args=[probe_id, seconds], queue=queue)
         return Probe(self, queue, seconds, probe_id, result, sent)
 
-    def settings_of(self, queue: str) -> dict:
-        """Return the worker's own view of its settings for the master that consumes `queue`."""
-        return self._master_of(queue).settings
-
     def reported_limits(self, queue: str) -> tuple[float | None, float | None]:
         """Return the soft and hard limit the master of `queue` reports for a probe without its own (None: none)."""
         return self._master_of(queue).limits_of("lab1probe.plain")

@@ -76,8 +76,9 @@ def _pytest_once(args: list[str], env: dict[str, str] | None) -> int:
     return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
 
 
-# The checkout's own Python: the workshop's packages, the labs and their reference, the suite.
-SOURCES = ("src", "labs", "solutions", "tests", "scripts", "benchmarks")
+# The workshop's packages, which every worker, check and command imports. Not the labs or the suite:
+# tests copy and count those trees (the audit's fixtures), and a copy would carry the bytecode along.
+SOURCES = ("src",)
 
 
 def compile_sources() -> None:
