@@ -101,10 +101,13 @@ def test_hard_limit_kills_and_reports_production_seconds(probe_worker, celery_cl
     assert type(result.result).__name__ == "TimeLimitExceeded", f"caller saw {result.result!r}"
     assert result.result.args[0] == pytest.approx(900), f"caller saw {result.result!r}, expected production seconds"
     assert elapsed >= clock.to_wall(900), f"killed after {elapsed:.3f} s wall, before the hard limit"
+    # The pool sends SIGTERM, then SIGKILL 0.1 production seconds (half a millisecond here) later: the child
+    # may end on either, as a loaded machine decides.
+    ended = re.compile(r"Process '[\w-]+' pid:\d+ exited with 'signal (9 \(SIGKILL\)|15 \(SIGTERM\))'")
     deadline = time.monotonic() + 5
-    while not probe_worker.killed_children() and time.monotonic() < deadline:
+    while not ended.search(probe_worker.text()) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert probe_worker.killed_children(), "no pool child was SIGKILLed at the hard limit"
+    assert ended.search(probe_worker.text()), "no pool child was ended by a signal at the hard limit"
     assert re.search(r"Hard time limit \(900(\.0)?s\) exceeded", probe_worker.text()), "no hard-limit line in the log"
 
 
