@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from budgetlab import integrity, labs, variants
+from budgetlab.commands import views
 from budgetlab.paths import repo_root
 
 ROOT = repo_root()
@@ -144,9 +145,9 @@ def test_grader_agrees_on_a_case(lab, name, tmp_path):
     if code == 2 != case.expected:
         # Exit 2 is no verdict: the check says the machine kept it from grading (a rush a loaded machine never
         # sent, a late kill). One more run, whose verdict counts.
-        first = output.splitlines()[-1] if output else ""
+        first = views.verdict_line(output)
         code, output = prove.check_output(case, tmp_path / "again")
-        output += f"\n(an earlier run of this case could not grade: {first})"
+        output += f"\n(an earlier run of this case said: {first})"
     assert code == case.expected, f"lab {lab.number} {case.name}: check exited {code}, not {case.expected}:\n{output}"
 
 
