@@ -47,7 +47,7 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
         elif ending.exception != "SoftTimeLimitExceeded":
             problems.append(f"{ending.name}'s task failed with {ending.result_text}, not with its soft limit")
     if workday.killed:
-        problems.append(f"the worker SIGKILLed {len(workday.killed)} of its children at a hard limit")
+        problems.append(f"a hard limit ended {len(workday.killed)} of the worker's children")
     assert not problems, "; ".join(problems)
 
 

@@ -31,7 +31,9 @@ from budgetlab.inworker import clock, servertime
 from budgetlab.stack import process
 
 READY = re.compile(r"(\S+@\S+) ready\.")
-KILLED = re.compile(r"Process '(\S+)' pid:(\d+) exited with 'signal 9 \(SIGKILL\)'")
+# A child the hard limit ended: its SIGKILL, or the SIGTERM before it, which billiard's handler in the
+# child turns into sys.exit(-241), exit status 15, when the child unwinds within the 0.1 s between them.
+KILLED = re.compile(r"Process '(\S+)' pid:(\d+) exited with '(signal 9 \(SIGKILL\)|signal 15 \(SIGTERM\)|exitcode 15)'")
 # Celery's fastest start: no cluster chatter the workshop does not need.
 FAST_FLAGS = ["--without-mingle", "--without-gossip", "--without-heartbeat"]
 # Masters of one launch script become ready within seconds of each other; this long without another means no more come.
@@ -209,8 +211,8 @@ class WorkerTree:
         return lines[-1].strip() if lines else ""
 
     def killed_children(self) -> list[int]:
-        """Return the PIDs of pool children that the hard time limit killed with SIGKILL."""
-        return [int(pid) for _name, pid in KILLED.findall(self.text())]
+        """Return the PIDs of pool children that a hard time limit ended (its SIGKILL, or the SIGTERM before it)."""
+        return [int(pid) for _name, pid, _status in KILLED.findall(self.text())]
 
     def pids(self) -> set[int]:
         """Return every live PID of the tree seen so far."""

@@ -28,13 +28,12 @@ from rich.text import Text
 
 from budgetlab.errors import BudgetlabError
 from budgetlab.harness.rig import Rig
-from budgetlab.harness.workers import Environment, WorkerTree
+from budgetlab.harness.workers import KILLED, Environment, WorkerTree
 from budgetlab.inworker import clock
 from budgetlab.stories.lab2 import MODULES, SLUG, Kind, Spec, create_run_jobs, read_ending, run_latency_plan
 
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): (\w+)/([\w-]+)\] (.*)$")
 TASK_LINE = re.compile(r"(Soft|Hard) time limit \(([\d.]+)s\) exceeded for ([\w.]+)\[")
-KILL_LINE = re.compile(r"Process '([\w-]+)' pid:(\d+) exited with 'signal 9 \(SIGKILL\)'")
 END_LINE = re.compile(r"Task ([\w.]+)\[[\w-]+\] (raised unexpected: (\w+)|succeeded)")
 ITEM = re.compile(r"\b(row|file|step)[- ](\d+)")
 # Waiting ends once every killed child is reaped, at the latest at the last hard limit plus this, in wall
@@ -111,10 +110,11 @@ class LogView:
         raw = f"[{stamp[11:]}: {process}] {message}"
         if limit := TASK_LINE.search(message):
             self._limit(seconds, limit, raw)
-        elif kill := KILL_LINE.search(message):
+        elif kill := KILLED.search(message):
             sub = next((s for s in self._subsystems if s.child == kill.group(1)), None)
+            how = "killed by SIGKILL" if "SIGKILL" in kill.group(3) else f"ended by the SIGTERM ({kill.group(3)})"
             self._add(seconds, sub.label if sub else "worker",
-                      f"the worker reaps {kill.group(1)} (pid {kill.group(2)}): killed by SIGKILL", "bold red", raw)
+                      f"the worker reaps {kill.group(1)} (pid {kill.group(2)}): {how}", "bold red", raw)
         elif end := END_LINE.search(message):
             if sub := self._by_task.get(end.group(1)):
                 sub.child = sub.child or process
@@ -212,7 +212,7 @@ def _watch(subsystems: list[Subsystem], tree: WorkerTree, console: Console, sent
             live.update(_live(subsystems, log, sent_at))
             if all(sub.result.ready() for sub in subsystems):
                 killed = sum(1 for sub in subsystems if type(sub.result.result).__name__ == "TimeLimitExceeded")
-                # The pool logs the SIGKILL a moment after it reports the hard limit.
+                # The pool logs the child's end a moment after it reports the hard limit.
                 if len(tree.killed_children()) >= killed or time.monotonic() > cap:
                     break
             time.sleep(0.1)
@@ -296,7 +296,7 @@ def _play(rig: Rig, target_dir: Path, console: Console) -> int:
     console.print()
     console.print(Text("The worker's log at the limits", style="bold"))
     for line in log.proof or ["(nothing: no limit was reached)"]:
-        console.print(Text(line, style="red" if "SIGKILL" in line or "Hard" in line else ""), soft_wrap=True)
+        console.print(Text(line, style="red" if "exited with" in line or "Hard" in line else ""), soft_wrap=True)
     console.print()
     _rescue(rig.environment(MODULES), subsystems, console)
     console.print()

@@ -37,6 +37,8 @@ from budgetlab.stories.reading import wait_until
 
 SLUG = "lab8_retry_clock"
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
+# Loaded next to them in the worker, imported by the web process: notes each message the target's code sends.
+NOTES = "budgetlab.inworker.published"
 QUESTION_TASK = "kontor.assistant.answer_question"
 REVIEW_TASK = "kontor.assistant.review_month"
 FINAL = ("succeeded", "failed")
@@ -56,9 +58,6 @@ START_TOLERANCE = 2.0
 MOST_LAG = 30.0
 # How much earlier than Retry-After asked a retry may be due (clock rounding between processes).
 RETRY_AFTER_TOLERANCE = 0.5
-# How often the story looks at the messages waiting in Redis, wall seconds: a retry waits there for
-# its whole countdown, a second's countdown 40 ms of wall time, many times this.
-WATCH_EVERY = 0.005
 # Retries "in step": of the questions' first (or second, ...) retries after a 429, more than four in
 # five meant to start within the same two seconds after the refusal; a fixed wait puts all of them
 # there. Eight or more retries spread at random bunch up like that in about 1 afternoon of 500 when
@@ -83,7 +82,7 @@ LATENCY = 2.0
 # then ends well past the promise, as it would in production; an attempt refused at once could not show that.
 LIMITED_LATENCY = 18.0
 EASED = 35.0
-LIMITED = {"rate": 0.15, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
+LIMITED = {"rate": 0.05, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
 # Questions asked in each phase: healthy, rate-limited (all at once), recovered.
 BEFORE, DURING, AFTER = 4, 20, 4
 REVIEW_ITEMS = 6
@@ -94,7 +93,7 @@ FAILING = [f"[r-1-{FAILING_ITEM}]"]
 # How long the review may take before a check reads it, production seconds: it needs well under 120.
 REVIEW_WAIT = 300.0
 # Six children: the twenty questions' first attempts reach the provider within a second or two.
-CONCURRENCY = 6
+CONCURRENCY = 8
 # Lab 8 runs on a clock at most 25 times faster than production: every attempt is a real HTTP
 # call, a database write and a Redis message, whose real milliseconds a faster clock would turn
 # into whole seconds of a one-second window. BUDGETLAB_CLOCK=1 stays real time.
@@ -136,9 +135,11 @@ class Question:
     finished: float | None = None
     answers: int = 0
     calls: list = field(default_factory=list)
-    # The ETA of each Celery retry message of this question the story saw wait in Redis (production
+    # The ETA of each Celery retry message the target's code sent for this question (production
     # timestamps); empty for retries made inside a task.
     retries_queued: list = field(default_factory=list)
+    # For each of those ETAs, the wait its sender chose: the ETA less the moment the message left.
+    waits_chosen: dict = field(default_factory=dict)
     # Every status written to the question's row, in order (the database's own record, see _STATUS_HISTORY).
     statuses: list = field(default_factory=list)
 
@@ -202,7 +203,7 @@ class Afternoon:
     review: Review | None = None
     calls: list = field(default_factory=list)
     pending: list = field(default_factory=list)
-    # Every question message with an ETA seen waiting in Redis: (task id, retry number) -> (run id, ETA).
+    # Every question message with an ETA the target's code sent: (task id, retry number) -> (run id, ETA, sent at).
     queued: dict = field(default_factory=dict)
     spell_started: float = 0.0
 
@@ -328,6 +329,8 @@ def serve_web(queue: str) -> int:
 
     import kontor.celery_app  # noqa: F401 - Django set up, Celery configured from Kontor's settings
 
+    importlib.import_module(NOTES)
+
     kontor.celery_app.app.conf.task_default_queue = queue
     assistant = importlib.import_module(f"{SLUG}.assistant")
     m = _models()
@@ -379,19 +382,10 @@ def pending_messages(broker_url: str, queue: str) -> list[Pending]:
                     expires=_timestamp(m["headers"].get("expires"))) for m in messages]
 
 
-def _messages(client, queue: str, known: set | None = None) -> list[dict]:
-    """Every task message in Redis now: queued, or held by a worker until its ETA (kombu's unacked hash).
-
-    Raw messages already in `known` are skipped (and new ones added to it), so
-    a watcher that looks often parses each message once.
-    """
+def _messages(client, queue: str) -> list[dict]:
+    """Every task message in Redis now: queued, or held by a worker until its ETA (kombu's unacked hash)."""
     found = []
-    raw = [*client.lrange(queue, 0, -1), *client.hvals("unacked")]
-    for item in raw:
-        if known is not None:
-            if item in known:
-                continue
-            known.add(item)
+    for item in [*client.lrange(queue, 0, -1), *client.hvals("unacked")]:
         try:
             message = json.loads(item)
             if isinstance(message, list):  # the unacked hash keeps [message, exchange, routing key]
@@ -411,39 +405,39 @@ def _run_id(message: dict) -> int | None:
     return ids[0] if ids else None
 
 
-class RetryWatcher(threading.Thread):
-    """Notes every question message with an ETA while it waits in Redis: which run, and when it is due."""
+class SentRetries:
+    """Every question message with an ETA the target's code sent, as its sender noted it (budgetlab.inworker.published)."""
 
-    def __init__(self, broker_url: str, queue: str):
-        super().__init__(daemon=True)
+    def __init__(self, broker_url: str):
         import redis
 
-        self.client, self.queue = redis.Redis.from_url(broker_url), queue
-        self.stop_event = threading.Event()
+        self.client = redis.Redis.from_url(broker_url, socket_timeout=None)
         self.seen: dict[tuple, tuple] = {}
-        self.known: set = set()
+        self.read = 0
 
-    def run(self) -> None:
-        while not self.stop_event.wait(WATCH_EVERY):
-            try:
-                messages = _messages(self.client, self.queue, self.known)
-            except Exception:  # noqa: BLE001 - Redis going away with the rig; what was seen stands
-                return
-            for message in messages:
-                headers = message["headers"]
-                eta = _timestamp(headers.get("eta"))
-                if eta is None or headers.get("task") != QUESTION_TASK:
-                    continue
-                self.seen.setdefault((headers.get("id"), headers.get("retries")), (_run_id(message), eta))
+    def update(self) -> dict[tuple, tuple]:
+        """Read the notes sent since the last look; return (task id, retry number) -> (run id, ETA, sent at)."""
+        from budgetlab.inworker.published import KEY
 
-    def stop(self) -> dict:
-        self.stop_event.set()
-        self.join(2)
-        self.client.close()
+        for raw in self.client.lrange(KEY, self.read, -1):
+            self.read += 1
+            note = json.loads(raw)
+            eta = _timestamp(note.get("eta"))
+            if eta is None or note.get("task") != QUESTION_TASK:
+                continue
+            run_id = _run_id({"args": note.get("args") or [], "kwargs": note.get("kwargs") or {}})
+            self.seen.setdefault((note.get("id"), note.get("retries")), (run_id, eta, float(note["at"])))
+        return self.seen
+
+    def close(self) -> dict[tuple, tuple]:
+        try:
+            self.update()
+        finally:
+            self.client.close()
         return dict(self.seen)
 
 
-def _decided(questions: list[Question], watcher: RetryWatcher) -> bool:
+def _decided(questions: list[Question], sent: SentRetries) -> bool:
     """Whether every question has ended, or is past its promise and every lag this story would excuse.
 
     A question whose last Celery retry was due before its deadline may end
@@ -453,7 +447,7 @@ def _decided(questions: list[Question], watcher: RetryWatcher) -> bool:
     final = set(_models().AgentRun.objects.filter(pk__in=[q.run_id for q in questions], status__in=FINAL)
                 .values_list("pk", flat=True))
     now = production_now()
-    due_in_time = {run_id for run_id, eta in list(watcher.seen.values())
+    due_in_time = {run_id for run_id, eta, _ in sent.update().values()
                    for q in questions if q.run_id == run_id and eta <= q.deadline}
     return all(q.run_id in final or now > q.deadline + TOLERANCE + 1 + (MOST_LAG if q.run_id in due_in_time else 0)
                for q in questions)
@@ -494,11 +488,10 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     service.set_mode("healthy", latency=LATENCY, failing=FAILING)
     web = WebProcess(rig, queue, service, rig.folder() / "web.log")
     try:
-        rig.start_worker([queue], MODULES, log=log, argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
+        rig.start_worker([queue], [*MODULES, NOTES], log=log, argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
                          extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
         web.ready()
-        watcher = RetryWatcher(rig.broker_url, queue)
-        watcher.start()
+        sent = SentRetries(rig.broker_url)
         on_phase("worker")
         afternoon = Afternoon()
         review = m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal="the month of March",
@@ -509,7 +502,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
             ids = web.ask(list(range(first, first + count)))
             asked = dict(m.AgentRun.objects.filter(pk__in=ids.values()).values_list("pk", "created_at"))
             questions = [Question(n, phase, ids[n], asked[ids[n]].timestamp()) for n in ids]
-            wait_until(lambda: _decided(questions, watcher), time.monotonic() + 3 * to_wall(PROMISE + TOLERANCE) + 5)
+            wait_until(lambda: _decided(questions, sent), time.monotonic() + 3 * to_wall(PROMISE + TOLERANCE) + 5)
             return questions
 
         on_phase("healthy")
@@ -537,15 +530,15 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
                                        for p in pending_messages(rig.broker_url, queue)),
                        time.monotonic() + to_wall(linger))
             wait_until(lambda: service.stats()["open"] == 0, time.monotonic() + to_wall(2 * LIMITED_LATENCY) + 1)
-        afternoon.queued = watcher.stop()
+        afternoon.queued = sent.close()
         afternoon.pending = pending_messages(rig.broker_url, queue)
         afternoon.calls = _calls(service)
         _read(afternoon, review)
         on_phase("done")
         return afternoon
     finally:
-        if "watcher" in locals() and watcher.is_alive():
-            watcher.stop()
+        if "sent" in locals():
+            sent.client.close()
         web.stop()
 
 
@@ -564,7 +557,8 @@ def _read(afternoon: Afternoon, review_row) -> None:
         q.finished = row.finished_at.timestamp() if row.finished_at else None
         q.answers = answers.get(q.run_id, 0)
         q.calls = sorted(by_key.get(f"q-{q.number}", []), key=lambda c: c.at)
-        q.retries_queued = sorted(eta for run_id, eta in afternoon.queued.values() if run_id == q.run_id)
+        q.retries_queued = sorted(eta for run_id, eta, _ in afternoon.queued.values() if run_id == q.run_id)
+        q.waits_chosen = {eta: eta - at for run_id, eta, at in afternoon.queued.values() if run_id == q.run_id}
         q.statuses = statuses.get(q.run_id, [])
     review_row.refresh_from_db()
     review = Review(run_id=review_row.pk, status=review_row.status, message=review_row.message)
@@ -585,27 +579,29 @@ def _calls_text(count: int) -> str:
     return f"{count} call{'' if count == 1 else 's'}"
 
 
-# Fewer refusals than this while twenty people asked at once into a bucket of three: the rush never
-# reached the provider as a rush, and every check about refusals would pass with nothing to judge.
-FEWEST_REFUSALS = 4
-
-
 def rush_missing(afternoon: Afternoon) -> str | None:
     """Say why the afternoon cannot be graded when the rate limit met no rush; None when it did.
 
-    On a machine loaded far past its cores the worker may send the twenty
+    The checks about refusals need questions refused together, early
+    enough that a retry fits: at least STEP_MINIMUM of the twenty must meet
+    a 429 on their first call with Retry-After, a call at the provider's
+    slow pace and START_TOLERANCE still left before their deadline, or
+    whether their retries come back in step cannot be told (a retry
+    policy that keeps the promise rightly gives up on later refusals). On
+    a machine loaded far past its cores the worker may send the twenty
     first calls so far apart, in production seconds, that the bucket
-    refills between them: then no question is refused, and a wrong retry
-    policy has nothing to show.
+    refills between them and most come too late.
     """
     asked = afternoon.phase("limited")
-    refused = [c for q in asked for c in q.calls if c.behaviour != "ok"]
-    if len(refused) >= FEWEST_REFUSALS:
+    early = PROMISE - LIMITED["retry_after"] - LIMITED_LATENCY - START_TOLERANCE
+    refused = [q for q in asked if q.calls and q.calls[0].behaviour == "rate_limit" and q.calls[0].at - q.asked <= early]
+    if len(refused) >= STEP_MINIMUM:
         return None
     first = sorted(q.calls[0].at for q in asked if q.calls)
     spread = f"over {first[-1] - first[0]:.0f} s" if len(first) > 1 else "hardly at all"
-    return (f"the provider refused only {len(refused)} calls while it rate-limited: the {len(asked)} questions asked "
-            f"at once reached it {spread}, so the rush never came (is the machine very busy?)")
+    return (f"the provider answered only {len(refused)} of the {len(asked)} questions asked at once with a 429 on "
+            f"their first call within {early:g} s of the question: {len(first)} of them reached it {spread}, so the "
+            "rush never came (is the machine very busy?)")
 
 
 def late_questions(questions: list[Question], lag: float = 0.0, allowance: float = TOLERANCE) -> list[str]:
@@ -688,22 +684,27 @@ def early_retries(afternoon: Afternoon) -> list[str]:
     return problems
 
 
-def retry_delays(afternoon: Afternoon) -> dict[int, list[float]]:
+def retry_delays(afternoon: Afternoon, chosen: bool = False) -> dict[int, list[float]]:
     """Return, for each retry number (1: a question's first retry), how long each retry after a 429 waited.
 
     The wait ends at a Celery retry's ETA, else at the retry's arrival at the provider. A retry
     still waiting in Redis when the afternoon ended counts with its ETA: a wait longer than the
     afternoon is a wait all the same, and the ones that come back in step are the point.
+    With `chosen`, a Celery retry's wait is the one its code chose, from the moment it sent the
+    message: a busy machine's delay between the refusal and the send cannot spread that one.
     """
+    def wait(q: Question, refused: float, due: float) -> float:
+        return q.waits_chosen.get(due, due - refused) if chosen else due - refused
+
     delays: dict[int, list[float]] = {}
     for q in afternoon.questions:
         for number, (before, after) in enumerate(zip(q.calls, q.calls[1:]), start=1):
             if before.behaviour == "rate_limit":
-                delays.setdefault(number, []).append(q.scheduled(before, after) - before.at)
+                delays.setdefault(number, []).append(wait(q, before.at, q.scheduled(before, after)))
         last = q.calls[-1] if q.calls else None
         waiting = [eta for eta in q.retries_queued if last is not None and eta > last.at]
         if last is not None and last.behaviour == "rate_limit" and waiting:
-            delays.setdefault(len(q.calls), []).append(waiting[0] - last.at)
+            delays.setdefault(len(q.calls), []).append(wait(q, last.at, waiting[0]))
     return {number: sorted(found) for number, found in delays.items()}
 
 
@@ -715,18 +716,21 @@ def retries_in_step(afternoon: Afternoon) -> tuple[int, int, float, int]:
     back. Measured on the delays, one retry number at a time (every first
     retry, every second one, ...), rather than on the provider's clock, so
     that the worker's own pace on a busy machine, which spreads the first
-    burst, cannot hide retries that are in step.
+    burst, cannot hide retries that are in step; and measured twice, from
+    the refusal and as the code chose it, so that neither a wait counted
+    from the refusal nor one counted from a late send hides behind the other.
     """
     worst = (0, 0, 0.0, 0)
-    for number, delays in retry_delays(afternoon).items():
-        most, shortest, start = 0, 0.0, 0
-        for end, delay in enumerate(delays):
-            while delay - delays[start] > STEP_WINDOW:
-                start += 1
-            if end - start + 1 > most:
-                most, shortest = end - start + 1, delays[start]
-        if len(delays) >= STEP_MINIMUM and most / len(delays) > (worst[0] / worst[1] if worst[1] else 0):
-            worst = (most, len(delays), shortest, number)
+    for chosen in (False, True):
+        for number, delays in retry_delays(afternoon, chosen).items():
+            most, shortest, start = 0, 0.0, 0
+            for end, delay in enumerate(delays):
+                while delay - delays[start] > STEP_WINDOW:
+                    start += 1
+                if end - start + 1 > most:
+                    most, shortest = end - start + 1, delays[start]
+            if len(delays) >= STEP_MINIMUM and most / len(delays) > (worst[0] / worst[1] if worst[1] else 0):
+                worst = (most, len(delays), shortest, number)
     return worst
 
 
@@ -735,8 +739,8 @@ def in_step(afternoon: Afternoon) -> str | None:
     most, total, shortest, number = retries_in_step(afternoon)
     if total and most > STEP_SHARE * total:
         which = {1: "first", 2: "second", 3: "third"}.get(number, f"{number}th")
-        return (f"{most} of {total} questions' {which} retries after a 429 were due between {shortest:.0f} and "
-                f"{shortest + STEP_WINDOW:.0f} s after it: questions the provider refused together came back "
+        return (f"{most} of {total} questions' {which} retries after a 429 waited between {shortest:.0f} and "
+                f"{shortest + STEP_WINDOW:.0f} s: questions the provider refused together came back "
                 "together, and were refused together again")
     return None
 
