@@ -116,7 +116,7 @@ def _show_review(console: Console, afternoon: lab8.Afternoon) -> None:
 
 
 def _show_provider(console: Console, afternoon: lab8.Afternoon) -> None:
-    calls = [c for c in afternoon.calls if c.at >= afternoon.spell_started]
+    calls = [c for c in afternoon.calls if c.at >= afternoon.limited_from]
     console.print(Text(f"\nCalls at the provider from the start of the rate limit, {BIN:g} s a row "
                        "(█ answered, ░ refused; 'peak': the most in any one second)", style="bold"))
     if not calls:
@@ -124,8 +124,8 @@ def _show_provider(console: Console, afternoon: lab8.Afternoon) -> None:
         return
     last = max(c.at for c in calls)
     row = 0
-    while afternoon.spell_started + row * BIN <= last:
-        start = afternoon.spell_started + row * BIN
+    while afternoon.limited_from + row * BIN <= last:
+        start = afternoon.limited_from + row * BIN
         inside = [c for c in calls if start <= c.at < start + BIN]
         row += 1
         if not inside:
@@ -135,7 +135,7 @@ def _show_provider(console: Console, afternoon: lab8.Afternoon) -> None:
         for c in inside:
             per_second[int(c.at)] = per_second.get(int(c.at), 0) + 1
         bar = "█" * ok + "░" * (len(inside) - ok)
-        console.print(f"  {start - afternoon.spell_started:5.0f} s  {bar:<30.30} {len(inside):3d} calls, "
+        console.print(f"  {start - afternoon.limited_from:5.0f} s  {bar:<30.30} {len(inside):3d} calls, "
                       f"peak {max(per_second.values())}/s")
     kept = not lab8.late_questions(afternoon.questions, afternoon.lag) and not lab8.review_problems(afternoon)
     if kept:
