@@ -20,5 +20,9 @@ def write(entry: dict) -> None:
     """Append one entry, when a check is listening."""
     path = os.environ.get(VARIABLE)
     if path:
-        with open(path, "a") as out:
-            out.write(json.dumps(entry) + "\n")
+        # One write of the whole line, appended: a buffered file may hand a long line to the OS in pieces.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (json.dumps(entry) + "\n").encode())
+        finally:
+            os.close(fd)
