@@ -7,6 +7,7 @@ import pytest
 from budgetlab.harness.grading import CouldNotGrade, could_not_start
 from budgetlab.harness.modelserver import ModelService
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
+from budgetlab.paths import logs_dir
 from budgetlab.stories import lab8
 
 
@@ -21,6 +22,8 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> lab8.Afternoon:
             raise could_not_start(target_dir, exc) from None
         except lab8.WebProcessEnded as exc:
             raise AssertionError(f"{exc}: {lab8.last_error(rig.folder() / 'web.log')}") from None
+    # What every check below rests on, kept whatever they find (see lab8.record).
+    (logs_dir() / "check-8-afternoon.txt").write_text(lab8.record(afternoon))
     missing = lab8.rush_missing(afternoon)
     if missing:
         raise CouldNotGrade(missing)

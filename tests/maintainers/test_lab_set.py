@@ -148,6 +148,10 @@ def test_grader_agrees_on_a_case(lab, name, tmp_path):
         first = views.verdict_line(output)
         code, output = prove.check_output(case, tmp_path / "again")
         output += f"\n(an earlier run of this case said: {first})"
+    if code != case.expected:
+        # A story that keeps a record of what its checks rested on (lab 8's afternoon) says why, pass or fail.
+        for kept in sorted(tmp_path.glob(f"*/logs/check-{lab.number}-*.txt")):
+            output += f"\n--- {kept.relative_to(tmp_path)}\n{kept.read_text()}"
     assert code == case.expected, f"lab {lab.number} {case.name}: check exited {code}, not {case.expected}:\n{output}"
 
 

@@ -610,6 +610,30 @@ def rush_missing(afternoon: Afternoon) -> str | None:
             "rush never came (is the machine very busy?)")
 
 
+def record(afternoon: Afternoon) -> str:
+    """Return what the afternoon's checks rest on, a line a question: kept beside the check's logs, pass or fail.
+
+    A check that passes a wrong fix leaves no worker log; this record shows
+    which event the afternoon never produced (a rush, retries in step, a
+    retry near a deadline, a chain of refusals past one).
+    """
+    lines = [f"lag {afternoon.lag:.1f} s; provider limited from {afternoon.limited_from:.1f}, first refusal "
+             f"{afternoon.spell_started:.1f} (production timestamps); rush: {rush_missing(afternoon) or 'came'}",
+             f"in step (most, of, from, retry number): {retries_in_step(afternoon)}",
+             f"retry waits from the refusal: {_rounded(retry_delays(afternoon))}",
+             f"retry waits as chosen: {_rounded(retry_delays(afternoon, chosen=True))}"]
+    for q in afternoon.questions:
+        calls = " ".join(f"{c.at - q.asked:.1f}:{c.behaviour}" for c in q.calls)
+        queued = " ".join(f"{eta - q.asked:.1f}" for eta in q.retries_queued)
+        took = f"{q.took:.1f}" if q.took is not None else "-"
+        lines.append(f"{q.name} ({q.phase}) {q.status} after {took} s; calls {calls or '-'}; retries due {queued or '-'}")
+    return "\n".join(lines) + "\n"
+
+
+def _rounded(delays: dict[int, list[float]]) -> dict[int, list[float]]:
+    return {number: [round(d, 1) for d in found] for number, found in delays.items()}
+
+
 def late_questions(questions: list[Question], lag: float = 0.0, allowance: float = TOLERANCE) -> list[str]:
     """Questions that missed the promise.
 
