@@ -73,7 +73,7 @@ STEP_MINIMUM = 8
 # its jitter, rightly gives up on most of them (one such run tried 3 of 15 again); giving up at once tries none.
 RETRIED_SHARE = 0.1
 
-# The provider: healthy calls take 2 s; rate-limited, it lets 0.15 calls a second through (3 at once),
+# The provider: healthy calls take 2 s; rate-limited, it lets 0.05 calls a second through (3 at once),
 # asks for 10 s in Retry-After, and answers one refusal in four with a 503.
 LATENCY = 2.0
 # A provider that rate-limits is busy: the calls it lets through take 18 s, within the client's 20 s.
@@ -137,13 +137,16 @@ class Question:
     finished: float | None = None
     answers: int = 0
     calls: list = field(default_factory=list)
-    # The ETA of each Celery retry message the target's code sent for this question (production
-    # timestamps); empty for retries made inside a task.
-    retries_queued: list = field(default_factory=list)
-    # For each of those ETAs, the wait its sender chose: the ETA less the moment the message left.
-    waits_chosen: dict = field(default_factory=dict)
+    # Each Celery retry message the target's code sent for this question: its ETA -> the moment it left
+    # (production timestamps); empty for retries made inside a task.
+    retries_sent: dict = field(default_factory=dict)
     # Every status written to the question's row, in order (the database's own record, see _STATUS_HISTORY).
     statuses: list = field(default_factory=list)
+
+    @property
+    def retries_queued(self) -> list[float]:
+        """The ETAs of the question's Celery retry messages, in order."""
+        return sorted(self.retries_sent)
 
     @property
     def reopened(self) -> str | None:
@@ -562,8 +565,7 @@ def _read(afternoon: Afternoon, review_row) -> None:
         q.finished = row.finished_at.timestamp() if row.finished_at else None
         q.answers = answers.get(q.run_id, 0)
         q.calls = sorted(by_key.get(f"q-{q.number}", []), key=lambda c: c.at)
-        q.retries_queued = sorted(eta for run_id, eta, _ in afternoon.queued.values() if run_id == q.run_id)
-        q.waits_chosen = {eta: eta - at for run_id, eta, at in afternoon.queued.values() if run_id == q.run_id}
+        q.retries_sent = {eta: at for run_id, eta, at in afternoon.queued.values() if run_id == q.run_id}
         q.statuses = statuses.get(q.run_id, [])
     review_row.refresh_from_db()
     review = Review(run_id=review_row.pk, status=review_row.status, message=review_row.message)
@@ -724,7 +726,7 @@ def retry_delays(afternoon: Afternoon, chosen: bool = False) -> dict[int, list[f
     message: a busy machine's delay between the refusal and the send cannot spread that one.
     """
     def wait(q: Question, refused: float, due: float) -> float:
-        return q.waits_chosen.get(due, due - refused) if chosen else due - refused
+        return due - q.retries_sent.get(due, refused) if chosen else due - refused
 
     delays: dict[int, list[float]] = {}
     for q in afternoon.questions:
