@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from budgetlab import labs
 from budgetlab.harness.grading import CouldNotGrade, could_not_start
 from budgetlab.harness.modelserver import ModelService
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
@@ -23,7 +24,8 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> lab8.Afternoon:
         except lab8.WebProcessEnded as exc:
             raise AssertionError(f"{exc}: {lab8.last_error(rig.folder() / 'web.log')}") from None
     # What every check below rests on, kept whatever they find (see lab8.record).
-    (logs_dir() / "check-8-afternoon.txt").write_text(lab8.record(afternoon))
+    number = next(lab.number for lab in labs.load() if lab.slug == lab8.SLUG)
+    (logs_dir() / f"check-{number}-afternoon.txt").write_text(lab8.record(afternoon))
     missing = lab8.rush_missing(afternoon)
     if missing:
         raise CouldNotGrade(missing)
