@@ -27,6 +27,24 @@ LIVE_FIXTURES = {"rig", "start_worker", "celery_client", "kontor_db", "broker_ur
 LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 
 
+# Tests that play a lab's whole check or run and judge its verdict: one per core at a time, however many
+# processes run tests (budgetlab.commands.testrun.check_slot), so that a verdict never rests on a busier
+# machine than the graders are proven on.
+WHOLE_CHECKS = {"test_grader_agrees_on_a_case", "test_stored_transcript_matches_a_fresh_run",
+                "test_solution_passes_and_starter_fails_on_these_servers", "test_the_lab1_solution_passes_on_celery_57"}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    if getattr(item, "originalname", item.name) not in WHOLE_CHECKS:
+        yield
+        return
+    from budgetlab.commands.testrun import check_slot
+
+    with check_slot():
+        yield
+
+
 # Session fixtures that cost seconds to make (a built docs site, fresh venvs): with tests side by side
 # (pytest-xdist, --dist loadgroup), the tests that share one run in one worker, so it is made once.
 SHARED_FIXTURES = {"built_site": "docs-site", "site_url": "docs-site", "chromium_browser": "docs-site",

@@ -12,6 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCREENSHOTS = ROOT / ".budgetlab" / "shots"
+# The browser sweeps leave a screenshot of every page for a person to look at; BUDGETLAB_SHOTS=0 (.ci/run's,
+# whose clone nobody opens) leaves them out: rendering a whole page for one is a third of a sweep's time.
+SHOTS_WANTED = os.environ.get("BUDGETLAB_SHOTS", "1") != "0"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OPEN_SHADOW_ROOTS, probed_page
-from docs_support import DOCS, ROOT, SCREENSHOTS
+from docs_support import DOCS, ROOT, SCREENSHOTS, SHOTS_WANTED
 
 from budgetlab import labs
 
@@ -249,7 +249,7 @@ def scrolled_to_the_end(page, folder, name):
 def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, built_site, screen):
     """On every page: diagram labels of 11 px or more (and diagrams that fit a laptop's column), no crushed table
     column, no console line cut off, every answer block closed on load, the instructor section in the nav;
-    a full-page screenshot of each in .budgetlab/shots/."""
+    a full-page screenshot of each in .budgetlab/shots/ (unless BUDGETLAB_SHOTS=0)."""
     shots = SCREENSHOTS / screen
     shots.mkdir(parents=True, exist_ok=True)
     problems = []
@@ -295,8 +295,9 @@ def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, bu
             probe.console_errors.clear()
             probe.external_requests.clear()
             name = path.strip("/").replace("/", "-") or "home"
-            probe.page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
-            if screen == "phone":
+            if SHOTS_WANTED:
+                probe.page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+            if screen == "phone" and SHOTS_WANTED:
                 scrolled_to_the_end(probe.page, shots / "scrolled", name)
     # The report the issue asks for: how many diagrams, tables and transcripts were measured, and how many scroll.
     items = [item for found in measured.values() for item in found]

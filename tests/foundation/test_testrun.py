@@ -63,3 +63,54 @@ def test_a_bad_worker_count_is_one_line_and_exit_2(monkeypatch, capsys):
     monkeypatch.setenv("BUDGETLAB_TEST_WORKERS", "two")
     assert testrun.main([]) == 2
     assert capsys.readouterr().err.strip() == "error: BUDGETLAB_TEST_WORKERS='two' is not a number of processes"
+
+
+def test_the_side_by_side_half_gets_one_check_slot_per_core_and_the_slots_go_afterwards(monkeypatch):
+    """One process more than cores runs tests, but whole checks get one slot per core; the slots' folder goes."""
+    import os
+
+    monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
+    monkeypatch.setattr(testrun, "cores", lambda: 2)
+    seen = []
+    monkeypatch.setattr(testrun.subprocess, "call", lambda argv, env=None: seen.append((argv, env)) or 0)
+    assert testrun._pytest([]) == 0
+    (beside, slots), (alone, rest) = seen
+    assert beside[beside.index("-n") + 1] == "3", beside
+    folder, count = slots[testrun.CHECK_SLOTS].rsplit(":", 1)
+    assert count == "2" and not os.path.exists(folder)
+    assert rest is None or testrun.CHECK_SLOTS not in rest
+
+
+def test_a_whole_check_waits_for_a_free_slot(monkeypatch, tmp_path):
+    """With two slots, a third holder waits until one of the first two lets go."""
+    import threading
+
+    monkeypatch.setenv(testrun.CHECK_SLOTS, f"{tmp_path}:2")
+    first, second = testrun.check_slot(), testrun.check_slot()
+    first.__enter__()
+    second.__enter__()
+    entered = threading.Event()
+
+    def third():
+        with testrun.check_slot():
+            entered.set()
+    waiter = threading.Thread(target=third)
+    waiter.start()
+    assert not entered.wait(0.5), "a third check took a slot while two were held"
+    second.__exit__(None, None, None)
+    assert entered.wait(10), "the third check never got the slot that was let go"
+    waiter.join()
+    first.__exit__(None, None, None)
+
+
+def test_every_whole_check_named_in_conftest_exists():
+    """A renamed test would silently leave the slots: every name in WHOLE_CHECKS is a test function."""
+    import re
+
+    from budgetlab.paths import repo_root
+
+    conftest = repo_root() / "tests" / "conftest.py"
+    names = set(re.findall(r'"(test_\w+)"', conftest.read_text().split("WHOLE_CHECKS = ", 1)[1].split("}", 1)[0]))
+    defined = {match for path in (repo_root() / "tests").rglob("test_*.py")
+               for match in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M)}
+    assert names and names <= defined, f"not a test: {sorted(names - defined)}"
