@@ -27,22 +27,14 @@ LIVE_FIXTURES = {"rig", "start_worker", "celery_client", "kontor_db", "broker_ur
 LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 
 
-# Tests that play a lab's whole check or run and judge its verdict: one per core at a time, however many
-# processes run tests (budgetlab.commands.testrun.check_slot), so that a verdict never rests on a busier
-# machine than the graders are proven on.
+# Tests that play a lab's whole check or run and judge its verdict. They go into one pytest-xdist group per
+# core, and a group runs in one process, test after test: however many processes `make test` starts, at most
+# one such check per core runs at a time, so a verdict never rests on a busier machine than the graders are
+# proven on. The groups are the suite's largest units, which pytest-xdist hands out first; the extra
+# process takes everything else meanwhile.
 WHOLE_CHECKS = {"test_grader_agrees_on_a_case", "test_stored_transcript_matches_a_fresh_run",
                 "test_solution_passes_and_starter_fails_on_these_servers", "test_the_lab1_solution_passes_on_celery_57"}
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    if getattr(item, "originalname", item.name) not in WHOLE_CHECKS:
-        yield
-        return
-    from budgetlab.commands.testrun import check_slot
-
-    with check_slot():
-        yield
+CHECK_GROUPS = os.cpu_count() or 1
 
 
 # Session fixtures that cost seconds to make (a built docs site, fresh venvs): with tests side by side
@@ -52,12 +44,16 @@ SHARED_FIXTURES = {"built_site": "docs-site", "site_url": "docs-site", "chromium
 
 
 def pytest_collection_modifyitems(config, items):
+    checks = 0
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if LIVE_FIXTURES & names or getattr(item, "originalname", "") in LIVE_TESTS:
             item.add_marker(pytest.mark.stack)
         if groups := sorted({SHARED_FIXTURES[name] for name in names & SHARED_FIXTURES.keys()}):
             item.add_marker(pytest.mark.xdist_group(groups[0]))
+        elif getattr(item, "originalname", "") in WHOLE_CHECKS:
+            item.add_marker(pytest.mark.xdist_group(f"whole-checks-{checks % CHECK_GROUPS + 1}"))
+            checks += 1
 
 
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others.

@@ -65,52 +65,56 @@ def test_a_bad_worker_count_is_one_line_and_exit_2(monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == "error: BUDGETLAB_TEST_WORKERS='two' is not a number of processes"
 
 
-def test_the_side_by_side_half_gets_one_check_slot_per_core_and_the_slots_go_afterwards(monkeypatch):
-    """One process more than cores runs tests, but whole checks get one slot per core; the slots' folder goes."""
-    import os
-
+def test_with_no_count_asked_one_process_more_than_cores_runs_the_tests(monkeypatch, started):
     monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
     monkeypatch.setattr(testrun, "cores", lambda: 2)
-    seen = []
-    monkeypatch.setattr(testrun.subprocess, "call", lambda argv, env=None: seen.append((argv, env)) or 0)
     assert testrun._pytest([]) == 0
-    (beside, slots), (alone, rest) = seen
-    assert beside[beside.index("-n") + 1] == "3", beside
-    folder, count = slots[testrun.CHECK_SLOTS].rsplit(":", 1)
-    assert count == "2" and not os.path.exists(folder)
-    assert rest is None or testrun.CHECK_SLOTS not in rest
+    assert started[0][started[0].index("-n") + 1] == "3", started
 
 
-def test_a_whole_check_waits_for_a_free_slot(monkeypatch, tmp_path):
-    """With two slots, a third holder waits until one of the first two lets go."""
-    import threading
+def _conftest():
+    import importlib.util
 
-    monkeypatch.setenv(testrun.CHECK_SLOTS, f"{tmp_path}:2")
-    first, second = testrun.check_slot(), testrun.check_slot()
-    first.__enter__()
-    second.__enter__()
-    entered = threading.Event()
+    from budgetlab.paths import repo_root
 
-    def third():
-        with testrun.check_slot():
-            entered.set()
-    waiter = threading.Thread(target=third)
-    waiter.start()
-    assert not entered.wait(0.5), "a third check took a slot while two were held"
-    second.__exit__(None, None, None)
-    assert entered.wait(10), "the third check never got the slot that was let go"
-    waiter.join()
-    first.__exit__(None, None, None)
+    spec = importlib.util.spec_from_file_location("budgetlab_suite_conftest", repo_root() / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Item:
+    """What the collection rules read of a test, and the markers they add."""
+
+    def __init__(self, name, fixtures=()):
+        self.originalname, self.fixturenames, self.markers = name, list(fixtures), []
+
+    def add_marker(self, marker):
+        self.markers.append(marker)
+
+    def group(self):
+        return next((mark.args[0] for mark in self.markers if mark.name == "xdist_group"), None)
+
+
+def test_whole_checks_go_into_one_group_per_core_and_nothing_else_joins_them(monkeypatch):
+    """At most one whole check per core at a time, however many processes: the checks share cores-many groups."""
+    conftest = _conftest()
+    monkeypatch.setattr(conftest, "CHECK_GROUPS", 2)
+    checks = [Item(name) for name in sorted(conftest.WHOLE_CHECKS) for _ in range(3)]
+    others = [Item("test_something_else"), Item("test_a_page", ["built_site"])]
+    conftest.pytest_collection_modifyitems(None, [*checks, *others])
+    assert {item.group() for item in checks} == {"whole-checks-1", "whole-checks-2"}
+    counts = [sum(item.group() == name for item in checks) for name in ("whole-checks-1", "whole-checks-2")]
+    assert abs(counts[0] - counts[1]) <= 1, counts
+    assert [item.group() for item in others] == [None, "docs-site"]
 
 
 def test_every_whole_check_named_in_conftest_exists():
-    """A renamed test would silently leave the slots: every name in WHOLE_CHECKS is a test function."""
+    """A renamed test would silently leave its group: every name in WHOLE_CHECKS is a test function."""
     import re
 
     from budgetlab.paths import repo_root
 
-    conftest = repo_root() / "tests" / "conftest.py"
-    names = set(re.findall(r'"(test_\w+)"', conftest.read_text().split("WHOLE_CHECKS = ", 1)[1].split("}", 1)[0]))
     defined = {match for path in (repo_root() / "tests").rglob("test_*.py")
                for match in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M)}
-    assert names and names <= defined, f"not a test: {sorted(names - defined)}"
+    assert _conftest().WHOLE_CHECKS <= defined, f"not a test: {sorted(_conftest().WHOLE_CHECKS - defined)}"

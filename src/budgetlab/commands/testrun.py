@@ -12,14 +12,9 @@ it may hold somebody's data.
 from __future__ import annotations
 
 import compileall
-import contextlib
-import fcntl
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 from budgetlab import paths, stack
 from budgetlab.errors import BudgetlabError
@@ -58,7 +53,8 @@ def side_by_side() -> int:
     them); the few marked `alone`, which hold every free Redis database for a
     moment, run by themselves afterwards. The process beyond one per core
     keeps the cores busy while tests wait on a server or a key's expiry;
-    the whole checks stay at one per core (`check_slot`).
+    whole checks still run one per core at a time (tests/conftest.py puts
+    them in one group per core).
     """
     raw = os.environ.get("BUDGETLAB_TEST_WORKERS", "")
     try:
@@ -70,52 +66,13 @@ def side_by_side() -> int:
     return workers
 
 
-# Where the suite's processes find the slots of the whole checks: "<folder>:<count>", set by `make test`.
-CHECK_SLOTS = "BUDGETLAB_CHECK_SLOTS"
-
-
-@contextlib.contextmanager
-def check_slot():
-    """Hold one of the run's check slots while a test plays a lab's whole check or run (none set: no limit).
-
-    A verdict is proven beside at most one other check per core, as
-    benchmarks/grader_stability.py measures it, however many processes run
-    tests. A slot is a file lock: it goes with the process that held it,
-    even one that was killed.
-    """
-    raw = os.environ.get(CHECK_SLOTS, "")
-    if not raw:
-        yield
-        return
-    folder, count = raw.rsplit(":", 1)
-    while True:
-        for index in range(int(count)):
-            handle = open(os.path.join(folder, f"slot-{index}"), "a")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            try:
-                yield
-            finally:
-                handle.close()  # closing the file lets the lock go
-            return
-        time.sleep(0.05)
-
-
 def _pytest(args: list[str], env: dict[str, str] | None = None, marker: str = "") -> int:
     """Run one pass: side by side, then the `alone` tests by themselves (`marker` narrows both)."""
     workers = side_by_side()
     if workers == 0 or "-m" in args:
         return _pytest_once([*(["-m", marker] if marker else []), *args], env)
     within = f"({marker}) and " if marker else ""
-    slots = tempfile.mkdtemp(prefix="budgetlab-check-slots-")
-    try:
-        beside = dict(env if env is not None else os.environ, **{CHECK_SLOTS: f"{slots}:{cores()}"})
-        code = _pytest_once(["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args], beside)
-    finally:
-        shutil.rmtree(slots, ignore_errors=True)
+    code = _pytest_once(["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args], env)
     alone = _pytest_once(["-m", f"{within}alone", *args], env)
     return code or (0 if alone == NO_TESTS else alone)
 

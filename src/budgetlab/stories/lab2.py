@@ -257,7 +257,8 @@ TRANSCRIPTS = {
         (r"for [\d,]+ s \(hard", "for T s (hard"),
         (r"pid([ :])\d+", r"pid\1PID"),
         # A child usually dies of the SIGKILL; on a loaded machine it may finish unwinding from the SIGTERM first.
-        (r"killed by SIGKILL|ended by the SIGTERM \([^)]*\)", "ended by the hard limit"),
+        # Either may be wrapped onto the next line, wherever a PID's width puts the break.
+        (r"killed\s+by\s+SIGKILL|ended\s+by\s+the\s+SIGTERM\s+\([^)]*\)", "ended by the hard limit"),
         (r"exited with '[^']+'", "exited with 'STATUS'"),
         (r"^\[\d\d:\d\d:\d\d,\d{3}:", "[HH:MM:SS,mmm:"),
         (r"\[[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}\]", "[UUID]"),
