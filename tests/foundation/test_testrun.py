@@ -25,7 +25,7 @@ def started(monkeypatch):
 
 
 def test_a_pass_runs_side_by_side_then_the_alone_tests_by_themselves(monkeypatch, started):
-    """One process per core (loadgroup) for every test not marked `alone`, then the `alone` tests in one process."""
+    """The asked number of processes (loadgroup) for every test not marked `alone`, then the `alone` tests in one process."""
     monkeypatch.setenv("BUDGETLAB_TEST_WORKERS", "2")
     assert testrun._pytest(["-x"]) == 0
     assert started == [["--durations=15", "-n", "2", "--dist", "loadgroup", "-m", "not alone", "-x"],
