@@ -165,6 +165,22 @@ class Question:
         return next((eta for eta in self.retries_queued if before.at <= eta <= after.at + RETRY_AFTER_TOLERANCE),
                     after.at)
 
+    def retries(self) -> list[tuple[int, Call, float]]:
+        """Return each retry as (its number, the call before it, when it was meant to start).
+
+        Besides every call followed by another, a last call followed by a
+        Celery retry still queued, or never run before the question ended,
+        counts with that retry's ETA: the wait its code chose is the same
+        whether or not a busy machine got the retry to the provider.
+        """
+        found = [(number, before, self.scheduled(before, after))
+                 for number, (before, after) in enumerate(zip(self.calls, self.calls[1:]), start=1)]
+        last = self.calls[-1] if self.calls else None
+        waiting = [eta for eta in self.retries_queued if last is not None and eta > last.at]
+        if waiting:
+            found.append((len(self.calls), last, waiting[0]))
+        return found
+
     @property
     def name(self) -> str:
         return f"question {self.number}"
@@ -707,10 +723,9 @@ def early_retries(afternoon: Afternoon) -> list[str]:
     """Retries meant to start sooner than the 429 before them asked in Retry-After."""
     problems = []
     for q in afternoon.questions:
-        for before, after in zip(q.calls, q.calls[1:]):
-            start = q.scheduled(before, after)
+        for _, before, start in q.retries():
             if before.retry_after and start - before.at < before.retry_after - RETRY_AFTER_TOLERANCE:
-                problems.append(f"{q.name} was tried again {start - before.at:.1f} s after a 429 that asked "
+                problems.append(f"{q.name}'s retry was due {start - before.at:.1f} s after a 429 that asked "
                                 f"for {before.retry_after:g} s (Retry-After)")
                 break
     return problems
@@ -730,13 +745,9 @@ def retry_delays(afternoon: Afternoon, chosen: bool = False) -> dict[int, list[f
 
     delays: dict[int, list[float]] = {}
     for q in afternoon.questions:
-        for number, (before, after) in enumerate(zip(q.calls, q.calls[1:]), start=1):
+        for number, before, start in q.retries():
             if before.behaviour == "rate_limit":
-                delays.setdefault(number, []).append(wait(q, before.at, q.scheduled(before, after)))
-        last = q.calls[-1] if q.calls else None
-        waiting = [eta for eta in q.retries_queued if last is not None and eta > last.at]
-        if last is not None and last.behaviour == "rate_limit" and waiting:
-            delays.setdefault(len(q.calls), []).append(wait(q, last.at, waiting[0]))
+                delays.setdefault(number, []).append(wait(q, before.at, start))
     return {number: sorted(found) for number, found in delays.items()}
 
 
