@@ -42,11 +42,15 @@ def database_exists(name: str) -> bool:
         return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
 
 
-def leased(broker_url: str) -> bool:
-    """Whether the Redis database of this URL is still leased by anyone."""
+def lease_holder(broker_url: str) -> bytes | None:
+    """The token of whoever leases the Redis database of this URL, None when nobody does.
+
+    A rig's own token, not just any lease: with tests side by side, another
+    test's rig may lease the same database the moment this one lets it go.
+    """
     number = broker_url.rsplit("/", 1)[1]
     with redis.Redis.from_url(stack.redis_url(0)) as control:
-        return control.exists(f"budgetlab:lease:{number}") == 1
+        return control.get(f"budgetlab:lease:{number}")
 
 
 def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
@@ -60,7 +64,8 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
             proc.kill()
             pytest.fail(f"the rig did not start: {proc.communicate()[1][-2000:]}")
         name, broker, *pids = first
-        assert pids and database_exists(name) and leased(broker), "the rig did not set up its pieces"
+        holder = lease_holder(broker)
+        assert pids and database_exists(name) and holder, "the rig did not set up its pieces"
         proc.send_signal(signal.SIGINT)
         try:
             _, stderr = proc.communicate(timeout=60)
@@ -80,7 +85,7 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
     assert "KeyboardInterrupt" in stderr, f"the rig's process did not end by Ctrl-C: {stderr[-400:]}"
     assert not [pid for pid in map(int, pids) if process.pid_alive(pid)], "a worker process outlived the rig"
     assert not database_exists(name), f"the scratch database {name} outlived the rig"
-    assert not leased(broker), f"the Redis database {broker} is still leased"
+    assert lease_holder(broker) != holder, f"the Redis database {broker} is still leased by the rig"
 
 
 def test_a_killed_rig_process_takes_its_worker_with_it():
@@ -135,6 +140,7 @@ def test_a_failing_block_takes_the_worker_down_before_the_database():
         with Rig(PROBE, label="failing") as rig:
             tree = rig.start_worker([rig.queue()], ["clock_probe"])
             pids, name, broker = tree.pids(), rig.database_name, rig.broker_url
+            holder = lease_holder(broker)
             drop = rig._drop_database
 
             def drop_after_workers() -> None:
@@ -144,7 +150,7 @@ def test_a_failing_block_takes_the_worker_down_before_the_database():
             rig._drop_database = drop_after_workers
             raise RuntimeError("lab code broke")
     assert seen["alive at drop"] == [], "a worker still ran when its database was dropped"
-    assert not database_exists(name) and not leased(broker)
+    assert holder and not database_exists(name) and lease_holder(broker) != holder
 
 
 def test_django_points_at_the_rig_database_only_inside_the_block():
