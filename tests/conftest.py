@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from budgetlab.commands import testrun
+
 # The sample lab is a tree of its own, driven through the CLI by tests/harness.
 collect_ignore_glob = ["harness/sample/*"]
 GRADING = bool(os.environ.get("BUDGETLAB_GRADING"))
@@ -34,7 +36,7 @@ LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 # process takes everything else meanwhile.
 WHOLE_CHECKS = {"test_grader_agrees_on_a_case", "test_stored_transcript_matches_a_fresh_run",
                 "test_solution_passes_and_starter_fails_on_these_servers", "test_the_lab1_solution_passes_on_celery_57"}
-CHECK_GROUPS = os.cpu_count() or 1
+CHECK_GROUPS = testrun.cores()
 
 
 # Session fixtures that cost seconds to make (a built docs site, fresh venvs): with tests side by side

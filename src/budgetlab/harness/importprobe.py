@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from budgetlab import stack
+from budgetlab.errors import BudgetlabError
 from budgetlab.harness import checkreport
 from budgetlab.labs import Lab
 from budgetlab.paths import display_path
@@ -27,7 +28,12 @@ HANG_SECONDS = 20.0
 
 
 def hang_seconds() -> float:
-    return float(os.environ.get("BUDGETLAB_HANG_SECONDS", HANG_SECONDS))
+    """Return the wall seconds an import may take before the probe calls it hung."""
+    raw = os.environ.get("BUDGETLAB_HANG_SECONDS", "")
+    try:
+        return float(raw) if raw else HANG_SECONDS
+    except ValueError:
+        raise BudgetlabError(f"BUDGETLAB_HANG_SECONDS={raw!r} is not a number of seconds") from None
 
 _PROBE = """
 import importlib, sys
