@@ -91,6 +91,11 @@ def _lab(entry: dict) -> Lab:
                **{key: entry.get(key) for key in ("scenario", "story", "page", "instructor_page", "variants")})
 
 
+def by_slug(slug: str, root: Path | None = None) -> Lab | None:
+    """Return the lab whose folder is named `slug`, or None when no lab is."""
+    return next((lab for lab in load(root) if lab.slug == slug), None)
+
+
 def get(number: int, root: Path | None = None) -> Lab:
     """Return lab N, or fail with the numbers that exist."""
     labs = load(root)

@@ -206,8 +206,7 @@ def stall_seconds(lab) -> float:
 
 
 def _lab_of(item: pytest.Item):
-    slug = Path(str(item.path)).parent.name
-    return next((lab for lab in labs.load() if lab.slug == slug), None)
+    return labs.by_slug(Path(str(item.path)).parent.name)
 
 
 @pytest.hookimpl(hookwrapper=True)
