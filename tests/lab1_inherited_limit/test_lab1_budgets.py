@@ -28,12 +28,28 @@ def _queues(names: list[str]) -> str:
     return f"queues {', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
+class Unmeasured(str):
+    """A queue's symptom that is the machine's, not the code's: its limit had the right value but came too late."""
+
+
 def _report(prefix: str, symptoms: dict[str, str | None]) -> str:
-    """Group the queues that show the same symptom, in queue order; '' when every queue is fine."""
+    """Group the queues that show the same symptom, in queue order; '' when every queue is fine.
+
+    The code's symptoms come first and alone: a queue the machine kept from
+    being measured must not hide another queue's fault. With none, a queue
+    that could not be measured means the check could not grade (exit 2).
+    """
+    faults = {queue: symptom for queue, symptom in symptoms.items() if symptom and not isinstance(symptom, Unmeasured)}
+    unmeasured = {queue: symptom for queue, symptom in symptoms.items() if isinstance(symptom, Unmeasured)}
+    if not faults and unmeasured:
+        raise CouldNotGrade(_grouped(prefix, unmeasured))
+    return _grouped(prefix, faults)
+
+
+def _grouped(prefix: str, symptoms: dict[str, str]) -> str:
     grouped: dict[str, list[str]] = {}
     for queue, symptom in symptoms.items():
-        if symptom:
-            grouped.setdefault(symptom, []).append(queue)
+        grouped.setdefault(symptom, []).append(queue)
     return "; ".join(f"{prefix}{_queues(queues)}: {symptom}" for symptom, queues in grouped.items())
 
 
@@ -44,8 +60,8 @@ def _as_run(probes, message: str) -> str:
     return message
 
 
-def _timing(outcome: Outcome) -> str | None:
-    """Say so when a limit's value was right but it did not hold in time.
+def _timing(outcome: Outcome) -> Unmeasured | None:
+    """Say so when a limit's value was right but it did not hold in time: the machine's doing, not the code's.
 
     Lateness is measured from the probe's start. Earliness is measured from
     the moment the probe was sent, which comes before the pool armed its
@@ -66,12 +82,12 @@ def _timing(outcome: Outcome) -> str | None:
         early = outcome.queued is not None and at + outcome.queued < limit - EARLY
         late = at > limit + lateness_allowed(limit)
         if early or (late and not on_time):
-            return says.format(limit=_seconds(limit), at=_seconds(at)) + " (is the machine very busy?)"
+            return Unmeasured(says.format(limit=_seconds(limit), at=_seconds(at)) + " (is the machine very busy?)")
         on_time.append(limit)
     return None
 
 
-def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | None:
+def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | Unmeasured | None:
     """Compare a probe that ran past both limits with the soft and hard limit it should have met."""
     if outcome.error:
         return f"{who} failed in an unexpected way: {outcome.error}"
@@ -86,8 +102,8 @@ def _limits(outcome: Outcome, soft: float, hard: float, who: str) -> str | None:
                 f"{_seconds(outcome.ran)}; it should be killed at {_seconds(hard)}")
     if outcome.hard_limit is None:
         # The limit came before the probe's code began: a machine too busy to measure on, not the code's doing.
-        raise CouldNotGrade(f"{who} got SoftTimeLimitExceeded before its code began, so its hard limit could "
-                            "not be measured (is the machine very busy?)")
+        return Unmeasured(f"{who} got SoftTimeLimitExceeded before its code began, so its hard limit could "
+                          "not be measured (is the machine very busy?)")
     if outcome.hard_limit != hard:
         return f"{who} was killed at {_seconds(outcome.hard_limit)}, not at {_seconds(hard)}"
     return _timing(outcome)
