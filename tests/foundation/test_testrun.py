@@ -96,17 +96,32 @@ class Item:
         return next((mark.args[0] for mark in self.markers if mark.name == "xdist_group"), None)
 
 
-def test_whole_checks_go_into_one_group_per_core_and_nothing_else_joins_them(monkeypatch):
+def test_whole_checks_go_into_one_group_per_core_and_light_tests_stay_out(monkeypatch):
     """At most one whole check per core at a time, however many processes: the checks share cores-many groups."""
     conftest = _conftest()
     monkeypatch.setattr(conftest, "CHECK_GROUPS", 2)
     checks = [Item(name) for name in sorted(conftest.WHOLE_CHECKS) for _ in range(3)]
-    others = [Item("test_something_else"), Item("test_a_page", ["built_site"])]
+    others = [Item("test_something_else"), Item("test_an_audit", ["audit_venv"])]
     conftest.pytest_collection_modifyitems(None, [*checks, *others])
     assert {item.group() for item in checks} == {"whole-checks-1", "whole-checks-2"}
     counts = [sum(item.group() == name for item in checks) for name in ("whole-checks-1", "whole-checks-2")]
     assert abs(counts[0] - counts[1]) <= 1, counts
-    assert [item.group() for item in others] == [None, "docs-site"]
+    assert [item.group() for item in others] == [None, "audit-venvs"]
+
+
+def test_chromiums_pages_take_a_check_groups_turn_and_weigh_in_its_balance(monkeypatch):
+    """Rehearsal #19: the browser sweeps beside two checks starved a lab-8 worker; they join a check group."""
+    conftest = _conftest()
+    monkeypatch.setattr(conftest, "CHECK_GROUPS", 2)
+    monkeypatch.setattr(conftest, "HEAVY_SHARED", {"docs-site": 3})
+    pages = [Item("test_a_page", ["built_site"]), Item("test_another_page", ["chromium_browser"])]
+    checks = [Item("test_grader_agrees_on_a_case") for _ in range(5)]
+    venvs = Item("test_an_audit", ["audit_venv"])
+    conftest.pytest_collection_modifyitems(None, [pages[0], *checks, pages[1], venvs])
+    assert pages[0].group() == pages[1].group() == "whole-checks-1"
+    # Three checks' weight on the pages' group: the first three checks go to the other one.
+    assert [item.group() for item in checks] == ["whole-checks-2"] * 3 + ["whole-checks-1", "whole-checks-2"]
+    assert venvs.group() == "audit-venvs"
 
 
 def test_every_whole_check_named_in_conftest_exists():
