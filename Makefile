@@ -60,7 +60,7 @@ test: venv venv-celery57 ## Set up everything and run the whole suite
 # marked fails here at once instead of quietly using a stack that happens to run.
 QUICK_MARKERS := not stack and not slow and not browser and not external
 NOWHERE := DATABASE_URL=postgresql://quick@127.0.0.1:9/none REDIS_URL=redis://127.0.0.1:9/0
-# Side by side, one process per core (tests/conftest.py keeps shared fixtures in one; make test adds one more process).
+# Side by side, one process per core (tests/conftest.py keeps shared fixtures in one), as make test runs.
 QUICK_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 
 test-quick: venv ## Run every test that needs no stack and no live worker (the quick loop)

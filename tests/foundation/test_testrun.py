@@ -65,11 +65,11 @@ def test_a_bad_worker_count_is_one_line_and_exit_2(monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == "error: BUDGETLAB_TEST_WORKERS='two' is not a number of processes"
 
 
-def test_with_no_count_asked_one_process_more_than_cores_runs_the_tests(monkeypatch, started):
+def test_with_no_count_asked_one_process_per_core_runs_the_tests(monkeypatch, started):
     monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
     monkeypatch.setattr(testrun, "cores", lambda: 2)
     assert testrun._pytest([]) == 0
-    assert started[0][started[0].index("-n") + 1] == "3", started
+    assert started[0][started[0].index("-n") + 1] == "2", started
 
 
 def _conftest():
