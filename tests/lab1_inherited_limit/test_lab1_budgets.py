@@ -29,7 +29,8 @@ def _queues(names: list[str]) -> str:
 
 
 class Unmeasured(str):
-    """A queue's symptom that is the machine's, not the code's: its limit had the right value but came too late."""
+    """A queue's symptom that is the machine's, not the code's: its limit had the right value, but came too late or
+    too early, or before the probe began, to be timed."""
 
 
 def _report(prefix: str, symptoms: dict[str, str | None]) -> str:
