@@ -48,6 +48,9 @@ SHARED_FIXTURES = {"built_site": "docs-site", "site_url": "docs-site", "chromium
 HEAVY_SHARED = {"docs-site": 5}
 
 
+# First, before pytest-xdist's own hook in its workers turns each xdist_group mark into the suffix of a nodeid
+# that its scheduler groups by: a mark added after that reaches no scheduler.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     load = [0] * CHECK_GROUPS        # the weight each check group carries so far
     joined: dict[str, str] = {}      # a heavy shared group -> the check group it runs in
@@ -70,6 +73,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
         elif getattr(item, "originalname", "") in WHOLE_CHECKS:
             item.add_marker(pytest.mark.xdist_group(lightest(1)))
+
+
+@pytest.hookimpl(optionalhook=True)  # a check's own pytest runs without pytest-xdist
+def pytest_xdist_node_collection_finished(node, ids):
+    """Stop the run when pytest-xdist lost the check groups: every process would then run checks at once.
+
+    pytest-xdist tells its scheduler a test's group by a suffix on the
+    test's id (`...@whole-checks-1`); with pytest 9.2 that suffix silently
+    never arrives (pytest-xdist issue #1386), and nothing else fails.
+    """
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if i.split("::")[-1].split("[")[0] in WHOLE_CHECKS and "@" not in i.rpartition("]")[2]]
+    if lost:
+        pytest.exit(f"pytest-xdist ignores the check groups here ({lost[0]} came without its group), so every "
+                    "process would run whole checks at once; see pytest-xdist issue #1386", returncode=3)
 
 
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others.

@@ -65,11 +65,12 @@ def test_a_bad_worker_count_is_one_line_and_exit_2(monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == "error: BUDGETLAB_TEST_WORKERS='two' is not a number of processes"
 
 
-def test_with_no_count_asked_one_process_per_core_runs_the_tests(monkeypatch, started):
+def test_with_no_count_asked_one_process_per_core_and_one_more_run_the_tests(monkeypatch, started):
+    """One process per check group, and one for every other test meanwhile."""
     monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
     monkeypatch.setattr(testrun, "cores", lambda: 2)
     assert testrun._pytest([]) == 0
-    assert started[0][started[0].index("-n") + 1] == "2", started
+    assert started[0][started[0].index("-n") + 1] == "3", started
 
 
 def _conftest():
@@ -134,3 +135,20 @@ def test_every_whole_check_named_in_conftest_exists():
                for match in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M)}
     named = _conftest().WHOLE_CHECKS
     assert named <= defined, f"not a test: {sorted(named - defined)}"
+
+
+class Node:
+    """What the check-group guard reads of a pytest-xdist worker: its config's --dist."""
+
+    def __init__(self, dist):
+        self.config = type("Config", (), {"getvalue": lambda self, name: dist})()
+
+
+def test_a_run_whose_check_groups_never_reach_pytest_xdist_stops_at_once():
+    """pytest-xdist issue #1386: with pytest 9.2 the groups were silently dropped, and every process ran checks."""
+    conftest = _conftest()
+    check = "tests/maintainers/test_lab_set.py::test_grader_agrees_on_a_case[lab5-xact_view]"
+    with pytest.raises(pytest.exit.Exception, match="#1386"):
+        conftest.pytest_xdist_node_collection_finished(Node("loadgroup"), [check, "tests/test_x.py::test_y"])
+    conftest.pytest_xdist_node_collection_finished(Node("loadgroup"), [f"{check}@whole-checks-1"])
+    conftest.pytest_xdist_node_collection_finished(Node("load"), [check])

@@ -45,21 +45,21 @@ def cores() -> int:
 
 
 def side_by_side() -> int:
-    """Return how many pytest-xdist processes run the tests: one per core (BUDGETLAB_TEST_WORKERS overrides; 0: one process).
+    """Return how many pytest-xdist processes run the tests: one per core and one more (BUDGETLAB_TEST_WORKERS overrides; 0: one process).
 
     Each live test has a rig of its own (database, Redis lease, queues,
-    workers), so tests share the machine, never a resource. Tests that share
-    a costly session fixture stay in one process (tests/conftest.py groups
-    them); the few marked `alone`, which hold every free Redis database for a
-    moment, run by themselves afterwards. Not one process more: on a slower
-    two-core machine (rehearsals #19 and #20) a third process's live tests
-    beside two checks kept lab 8's worker 20 s from its questions and lab 6's
-    prefork children from answering, and flipped verdicts the graders hold
-    with one check beside another.
+    workers), so tests share the machine, never a resource. The tests that
+    play a whole check fill one group per core (tests/conftest.py), each
+    group in one process, test after test, so at most one check per core
+    runs at a time; the one process more runs every other test meanwhile.
+    With no process beyond the groups, those tests would wait for a group
+    to end. Tests that share a costly session fixture stay in one process;
+    the few marked `alone`, which hold every free Redis database for a
+    moment, run by themselves afterwards.
     """
     raw = os.environ.get("BUDGETLAB_TEST_WORKERS", "")
     try:
-        workers = int(raw) if raw else cores()
+        workers = int(raw) if raw else cores() + 1
     except ValueError:
         raise BudgetlabError(f"BUDGETLAB_TEST_WORKERS={raw!r} is not a number of processes") from None
     if workers < 0:
