@@ -80,15 +80,17 @@ def pytest_xdist_node_collection_finished(node, ids):
     """Stop the run when pytest-xdist lost the check groups: every process would then run checks at once.
 
     pytest-xdist tells its scheduler a test's group by a suffix on the
-    test's id (`...@whole-checks-1`); with pytest 9.2 that suffix silently
-    never arrives (pytest-xdist issue #1386), and nothing else fails.
+    test's id (`...@whole-checks-1`), which it adds in its own collection
+    hook from the marks already there. The suffix silently never arrived
+    while this file's hook ran after pytest-xdist's, and never does with
+    pytest 9.2 (pytest-xdist issue #1386); nothing else fails.
     """
     if node.config.getvalue("dist") != "loadgroup":
         return
     lost = [i for i in ids if i.split("::")[-1].split("[")[0] in WHOLE_CHECKS and "@" not in i.rpartition("]")[2]]
     if lost:
         pytest.exit(f"pytest-xdist ignores the check groups here ({lost[0]} came without its group), so every "
-                    "process would run whole checks at once; see pytest-xdist issue #1386", returncode=3)
+                    "process would run whole checks at once: is pytest 9.2 or newer installed (pytest-xdist issue #1386)?", returncode=3)
 
 
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others.
