@@ -45,7 +45,9 @@ SHARED_FIXTURES = {"built_site": "docs-site", "site_url": "docs-site", "chromium
                    "wheel": "audit-venvs", "audit_venv": "audit-venvs", "tools": "audit-venvs"}
 # Shared groups that load the cores like whole checks, with their weight in checks: Chromium's sweeps beside
 # two checks kept a lab-8 worker 20 s from its questions (rehearsal #19), so they take a check group's turn.
-HEAVY_SHARED = {"docs-site": 5}
+# Weighed by time: in rehearsal #25 the site's tests took about as long as fifteen checks (115 s against
+# 7.6 s a check), and with a weight of five their group ended 70 s after the other.
+HEAVY_SHARED = {"docs-site": 15}
 
 
 # First, before pytest-xdist's own hook in its workers turns each xdist_group mark into the suffix of a nodeid
@@ -90,7 +92,8 @@ def pytest_xdist_node_collection_finished(node, ids):
     lost = [i for i in ids if i.split("::")[-1].split("[")[0] in WHOLE_CHECKS and "@" not in i.rpartition("]")[2]]
     if lost:
         pytest.exit(f"pytest-xdist ignores the check groups here ({lost[0]} came without its group), so every "
-                    "process would run whole checks at once: is pytest 9.2 or newer installed (pytest-xdist issue #1386)?", returncode=3)
+                    "process would run whole checks at once: is pytest 9.2 or newer installed "
+                    "(pytest-xdist issue #1386)?", returncode=3)
 
 
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others.

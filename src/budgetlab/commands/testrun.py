@@ -45,7 +45,9 @@ def cores() -> int:
 
 
 def side_by_side() -> int:
-    """Return how many pytest-xdist processes run the tests: one per core and one more (BUDGETLAB_TEST_WORKERS overrides; 0: one process).
+    """Return how many pytest-xdist processes run the tests: one per core and one more.
+
+    BUDGETLAB_TEST_WORKERS overrides the number; 0 runs one process.
 
     Each live test has a rig of its own (database, Redis lease, queues,
     workers), so tests share the machine, never a resource. The tests that
@@ -54,8 +56,8 @@ def side_by_side() -> int:
     runs at a time; the one process more runs every other test meanwhile.
     With no process beyond the groups, those tests would wait for a group
     to end. Tests that share a costly session fixture stay in one process;
-    the few marked `alone`, which hold every free Redis database for a
-    moment, run by themselves afterwards.
+    the few marked `alone`, which need the servers to themselves, run by
+    themselves afterwards.
     """
     raw = os.environ.get("BUDGETLAB_TEST_WORKERS", "")
     try:
