@@ -32,8 +32,8 @@ LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 # Tests that play a lab's whole check or run and judge its verdict. They go into one pytest-xdist group per
 # core, and a group runs in one process, test after test: however many processes `make test` starts, at most
 # one such check per core runs at a time, so a verdict never rests on a busier machine than the graders are
-# proven on. The groups are the suite's largest units, which pytest-xdist hands out first; a process
-# beyond them (BUDGETLAB_TEST_WORKERS above the core count) takes everything else meanwhile.
+# proven on. The groups are the suite's largest units, which pytest-xdist hands out first; the process
+# beyond them (testrun.side_by_side) takes everything else meanwhile.
 WHOLE_CHECKS = {"test_grader_agrees_on_a_case", "test_stored_transcript_matches_a_fresh_run",
                 "test_solution_passes_and_starter_fails_on_these_servers", "test_the_lab1_solution_passes_on_celery_57"}
 CHECK_GROUPS = testrun.cores()
