@@ -34,6 +34,11 @@ def factor() -> float:
     return read("BUDGETLAB_CLOCK", DEFAULT_FACTOR)
 
 
+def at_most_as_fast_as(slowest: float) -> float:
+    """Return the factor in force, but never a faster clock than `slowest` (a slower one, real time included, wins)."""
+    return max(factor(), slowest)
+
+
 def read(variable: str, default: float) -> float:
     """Return the factor an environment variable sets, or `default` when it is unset; a bad value is a BudgetlabError."""
     raw = os.environ.get(variable, "")

@@ -58,7 +58,7 @@ SLOWEST_SCALE = 0.01
 
 def play(target_dir: Path, console: Console) -> int:
     """Start the masters, run the two jobs, print what happened and the effective budgets; stop all of it."""
-    with clock.running_at(max(clock.factor(), SLOWEST_SCALE)):
+    with clock.running_at(clock.at_most_as_fast_as(SLOWEST_SCALE)):
         return _play(target_dir, console)
 
 

@@ -105,7 +105,7 @@ MARKER = re.compile(r"\[(q|r)-(\d+)(?:-(\d+))?\]")
 
 def time_scale() -> float:
     """Return the wall seconds per production second that lab 8's worker, service and checks run on."""
-    return max(clock.factor(), SLOWEST_SCALE)
+    return clock.at_most_as_fast_as(SLOWEST_SCALE)
 
 
 def to_wall(production_seconds: float) -> float:
