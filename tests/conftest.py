@@ -36,7 +36,7 @@ LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 # beyond them (testrun.side_by_side) takes everything else meanwhile.
 WHOLE_CHECKS = {"test_grader_agrees_on_a_case", "test_stored_transcript_matches_a_fresh_run",
                 "test_solution_passes_and_starter_fails_on_these_servers", "test_the_lab1_solution_passes_on_celery_57"}
-CHECK_GROUPS = testrun.cores()
+CHECK_GROUPS = testrun.check_groups()
 
 
 # Session fixtures that cost seconds to make (a built docs site, fresh venvs): with tests side by side

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -277,6 +278,25 @@ def stack_env() -> None:
     variables.update({name: clocked[name] for name in ("BUDGETLAB_CLOCK_ANCHOR", "PYTHONPATH", "PGOPTIONS")})
     for name, value in variables.items():
         typer.echo(f"export {name}={shlex.quote(value)}")
+
+
+@stack_app.command("exec", context_settings={"ignore_unknown_options": True})
+def stack_exec(command: List[str] = typer.Argument(..., help="The program and its arguments, after --.")) -> None:
+    """Run a program of lab code (a worker's launch script, say) on the stack and on the lab clock, as budgetlab's own workers run."""
+    import shutil
+
+    from budgetlab import paths, stack
+    from budgetlab.harness.workers import Environment
+
+    # The labs' tree on the path, Kontor pointed at the stack, the lab clock: what every worker of a check gets;
+    # and the workshop's interpreter first on PATH, as in an activated virtualenv.
+    env = Environment(paths.labs_root() / "labs", stack.lab_database_url(), stack.redis_url(0)).variables()
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("PYTHON", sys.executable)  # the launch scripts run Celery from it
+    program = shutil.which(command[0], path=env["PATH"])
+    if program is None:
+        raise BudgetlabError(f"no program {command[0]!r} to run")
+    os.execve(program, command, env)
 
 
 @stack_app.command("status")

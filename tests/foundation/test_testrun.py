@@ -12,7 +12,7 @@ class Started(list):
         super().__init__()
         self.codes: list[int] = []
 
-    def __call__(self, argv, env=None) -> int:
+    def __call__(self, argv, env=None, **kwargs) -> int:
         self.append(argv[argv.index("pytest") + 1:])
         return self.codes.pop(0) if self.codes else 0
 
@@ -152,3 +152,16 @@ def test_a_run_whose_check_groups_never_reach_pytest_xdist_stops_at_once():
         conftest.pytest_xdist_node_collection_finished(Node("loadgroup"), [check, "tests/test_x.py::test_y"])
     conftest.pytest_xdist_node_collection_finished(Node("loadgroup"), [f"{check}@whole-checks-1"])
     conftest.pytest_xdist_node_collection_finished(Node("load"), [check])
+
+
+def test_the_passes_after_the_first_run_side_by_side_each_on_its_share_of_the_cores(monkeypatch, started, capsys):
+    """Two more passes on two cores: one check group each (and one process more), both reported, a failure kept."""
+    monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
+    monkeypatch.setattr(testrun, "cores", lambda: 2)
+    passes = [testrun.Pass("on A", "python", {}, "external"), testrun.Pass("on B", "python", {}, "second_python")]
+    started.codes.extend([0, testrun.NO_TESTS, 1, 0])
+    assert testrun.run_passes(passes, []) == 1
+    assert sorted(args[args.index("-n") + 1] for args in started if "-n" in args) == ["2", "2"], started
+    assert all(one.env[testrun.GROUPS_VARIABLE] == "1" for one in passes)
+    out = capsys.readouterr().out
+    assert "==== pass 2: on A" in out and "==== pass 3: on B" in out and "(second_python) and not alone" in out

@@ -22,9 +22,12 @@ def diagnose(console: Console) -> list[str]:
         if not ok:
             problems.append(what)
 
+    from budgetlab import advice
+    from budgetlab.paths import display_path
+
     version = sys.version_info
-    report((3, 11) <= version[:2] <= (3, 12), f"Python {version.major}.{version.minor}",
-           "use Python 3.11 or 3.12: the PostgreSQL and Redis wheels stop at 3.12")
+    report(advice.supported(), f"Python {version.major}.{version.minor}.{version.micro} ({display_path(Path(sys.executable))})",
+           advice.missing("python"))
     import celery
 
     report(celery.__version__ == PINNED_CELERY, f"Celery {celery.__version__}",
@@ -42,9 +45,28 @@ def diagnose(console: Console) -> list[str]:
     return problems
 
 
+def _check_programs(report) -> None:
+    """Say which server programs `stack up` starts for an embedded server, or what to install."""
+    from budgetlab import stack
+    from budgetlab.errors import BudgetlabError
+    from budgetlab.stack import binaries
+
+    for server in stack.servers().values():
+        if server.external:
+            continue
+        name = "PostgreSQL" if server.kind == "postgres" else "Redis"
+        try:
+            program = (binaries.find_postgres if server.kind == "postgres" else binaries.find_redis)()
+        except BudgetlabError as exc:
+            report(False, f"{name} server program", str(exc))
+            continue
+        report(True, f"{name} {program.version_text} for the stack: {binaries.describe(program.record())}")
+
+
 def _check_stack(report) -> None:
     from budgetlab import stack
 
+    _check_programs(report)
     for server in stack.servers().values():
         info = stack.describe(server)
         name = "PostgreSQL" if server.kind == "postgres" else "Redis"
@@ -115,19 +137,14 @@ def _orphaned(pid: int) -> bool:
     checkout's interpreter) or, for a launch script's masters, the script,
     which shares the worker's session.
     """
-    from budgetlab.stack.process import parent_pid
+    from budgetlab.stack.process import parent_pid, session_id
 
     parent = parent_pid(pid)
     if parent is None or parent == 1:
         return True
-    return _session(parent) != _session(pid) and not _of_this_checkout(parent)
+    return session_id(parent) != session_id(pid) and not _of_this_checkout(parent)
 
 
-def _session(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _of_this_checkout(pid: int) -> bool:
@@ -138,22 +155,24 @@ def _of_this_checkout(pid: int) -> bool:
     program = pid_cmdline(pid).split(" ", 1)[0]
     if "/" not in program:  # found on PATH, not named by a path: nothing says whose it is
         return False
-    try:
-        path = Path(os.readlink(f"/proc/{pid}/cwd")) / program  # an absolute program stays itself
-    except OSError:
-        return False
+    if Path(program).is_absolute():
+        path = Path(program)
+    else:
+        try:
+            path = Path(os.readlink(f"/proc/{pid}/cwd")) / program
+        except OSError:  # no /proc (macOS): a relative program's folder is unknown
+            return False
     ours = {Path(sys.executable).absolute(), Path(sys.executable).resolve()}
     return path in ours or Path(os.path.normpath(path)).is_relative_to(repo_root())
 
 
 def leftover_workers() -> list[int]:
     """Return the PIDs of this checkout's Celery workers that no budgetlab process owns any more."""
-    from budgetlab.stack.process import pid_cmdline
+    from budgetlab.stack.process import all_pids, pid_cmdline
 
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and pid_alive(int(entry.name)):
-            pid = int(entry.name)
+    for pid in all_pids():
+        if pid_alive(pid):
             line = pid_cmdline(pid)
             if ("celery" in line and "kontor.celery_app" in line and "worker" in line and _orphaned(pid)
                     and _of_this_checkout(pid)):

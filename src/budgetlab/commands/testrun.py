@@ -1,12 +1,19 @@
-"""`make test`: bring the stack up, run the whole suite, and stop (and remove from /tmp) what this run started.
+"""`make test`: bring the stack up, run the whole suite, then its other passes, and stop (and remove from /tmp) what this run started.
 
-Only when asked with BUDGETLAB_EXTERNAL=1 (as `.ci/run` does, on a machine
-that provides them) do the tests marked `external` run a second time,
-against the PostgreSQL and Redis named by BUDGETLAB_EXTERNAL_DATABASE_URL
-and BUDGETLAB_EXTERNAL_REDIS_URL (by default this machine's PostgreSQL 15 on
-5432 and Redis 7 on 6379), so the labs are proven on both PostgreSQL
-versions. A server that merely answers on a port is never used unasked:
-it may hold somebody's data.
+The first pass runs every test on the embedded stack from this Python's
+wheels. Two more passes run the tests that prove the labs elsewhere, side
+by side once the first pass is green, each on half the machine:
+
+- on a second Python (SECOND_PYTHON in the Makefile: 3.13, in
+  .venv-second), with the PostgreSQL and Redis installed on the machine
+  started as the stack's private children (marker `second_python`); with
+  no such interpreter or no installed servers it says so and is skipped;
+- only when asked with BUDGETLAB_EXTERNAL=1 (as `.ci/run` does, on a
+  machine that provides them), against the PostgreSQL and Redis named by
+  BUDGETLAB_EXTERNAL_DATABASE_URL and BUDGETLAB_EXTERNAL_REDIS_URL (by
+  default this machine's PostgreSQL 15 on 5432 and Redis 7 on 6379), the
+  tests marked `external`. A server that merely answers on a port is never
+  used unasked: it may hold somebody's data.
 """
 
 from __future__ import annotations
@@ -15,6 +22,9 @@ import compileall
 import os
 import subprocess
 import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from budgetlab import paths, stack
 from budgetlab.errors import BudgetlabError
@@ -44,8 +54,20 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def side_by_side() -> int:
-    """Return how many pytest-xdist processes run the tests: one per core and one more.
+# Set for a pass that shares the machine with another: how many whole checks it may run at once.
+GROUPS_VARIABLE = "BUDGETLAB_CHECK_GROUPS"
+# Set for every pass but the first, so a test can tell which servers it proves the labs on.
+PASS_VARIABLE = "BUDGETLAB_PASS"
+
+
+def check_groups() -> int:
+    """Return how many groups of whole checks a pass runs side by side: one per core, or its share of them."""
+    raw = os.environ.get(GROUPS_VARIABLE, "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else cores()
+
+
+def side_by_side(groups: int | None = None) -> int:
+    """Return how many pytest-xdist processes run the tests: one per check group and one more.
 
     BUDGETLAB_TEST_WORKERS overrides the number; 0 runs one process.
 
@@ -61,7 +83,7 @@ def side_by_side() -> int:
     """
     raw = os.environ.get("BUDGETLAB_TEST_WORKERS", "")
     try:
-        workers = int(raw) if raw else cores() + 1
+        workers = int(raw) if raw else (groups or check_groups()) + 1
     except ValueError:
         raise BudgetlabError(f"BUDGETLAB_TEST_WORKERS={raw!r} is not a number of processes") from None
     if workers < 0:
@@ -69,21 +91,23 @@ def side_by_side() -> int:
     return workers
 
 
-def _pytest(args: list[str], env: dict[str, str] | None = None, marker: str = "") -> int:
+def _pytest(args: list[str], env: dict[str, str] | None = None, marker: str = "", python: str = sys.executable,
+            out=None) -> int:
     """Run one pass: side by side, then the `alone` tests by themselves (`marker` narrows both)."""
-    workers = side_by_side()
+    groups = (env or {}).get(GROUPS_VARIABLE, "")
+    workers = side_by_side(int(groups) if groups.isdigit() else None)
     if workers == 0 or "-m" in args:
-        return _pytest_once([*(["-m", marker] if marker else []), *args], env)
+        return _pytest_once([*(["-m", marker] if marker else []), *args], env, python, out)
     within = f"({marker}) and " if marker else ""
-    code = _pytest_once(["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args], env)
-    alone = _pytest_once(["-m", f"{within}alone", *args], env)
+    code = _pytest_once(["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args], env, python, out)
+    alone = _pytest_once(["-m", f"{within}alone", *args], env, python, out)
     return code or (0 if alone == NO_TESTS else alone)
 
 
-def _pytest_once(args: list[str], env: dict[str, str] | None) -> int:
+def _pytest_once(args: list[str], env: dict[str, str] | None, python: str = sys.executable, out=None) -> int:
     args = [DURATIONS, *args]
-    print(f"$ pytest {' '.join(args)}", flush=True)
-    return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
+    print(f"$ pytest {' '.join(args)}", file=out or sys.stdout, flush=True)
+    return subprocess.call([python, "-m", "pytest", *args], env=env, stdout=out, stderr=out and subprocess.STDOUT)
 
 
 # The workshop's packages, which every worker, check and command imports. Not the labs or the suite:
@@ -107,6 +131,103 @@ def _hosts(urls: dict[str, str]) -> str:
     return ", ".join(f"{name} {secrets.address(url)}" for name, url in urls.items())
 
 
+@dataclass
+class Pass:
+    """One pass after the first: its interpreter, the variables that choose its servers, and its tests."""
+
+    name: str
+    python: str
+    env: dict[str, str]
+    marker: str
+    # Commands that prepare its servers (run with its env) and, for a stack of its own, take it down again.
+    prepare: list[list[str]] = field(default_factory=list)
+    finish: list[list[str]] = field(default_factory=list)
+
+    def run(self, args: list[str], out) -> int:
+        env = dict(os.environ, **self.env)
+        try:
+            for command in self.prepare:
+                print(f"$ {' '.join(command)}", file=out, flush=True)
+                code = subprocess.call(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+                if code:
+                    return code
+            return _pytest(args, env, marker=self.marker, python=self.python, out=out)
+        finally:
+            for command in self.finish:
+                subprocess.call(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _cli(python: str, *words: str) -> list[str]:
+    return [python, "-m", "budgetlab.cli_entry", *words]
+
+
+def external_pass() -> Pass | None:
+    """The pass on the servers BUDGETLAB_EXTERNAL names, or None when nobody asked for one."""
+    external = external_urls()
+    if not external:
+        return None
+    return Pass(f"external servers ({_hosts(external)})", sys.executable, {**external, PASS_VARIABLE: "external"},
+                "external", prepare=[_cli(sys.executable, "stack", "up")])
+
+
+# The second pass's interpreter, made by the Makefile's venv-second target.
+SECOND_VENV = ".venv-second"
+
+
+def second_python_pass() -> Pass | None:
+    """The pass on a second Python with the installed servers, or None (saying why) when either is missing."""
+    from budgetlab.stack import binaries
+
+    python = paths.repo_root() / SECOND_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"note: no {SECOND_VENV} (the Makefile found no Python 3.13), so the pass on a second Python is skipped",
+              flush=True)
+        return None
+    postgres, redis = binaries.installed_postgres(), binaries.installed_redis()
+    if postgres is None or redis is None:
+        print("note: no installed " + " or ".join(n for n, p in (("PostgreSQL", postgres), ("Redis", redis)) if p is None)
+              + " on this machine, so the pass on a second Python is skipped", flush=True)
+        return None
+    version = subprocess.run([str(python), "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
+    env = {"BUDGETLAB_STACK_DIR": str(paths.repo_root() / ".budgetlab" / "second"), PASS_VARIABLE: "second-python",
+           binaries.POSTGRES_VARIABLE: str(postgres.bin_dir), binaries.REDIS_VARIABLE: str(redis.path)}
+    name = (f"Python {version}, PostgreSQL {postgres.version_text} from {postgres.bin_dir} and Redis "
+            f"{redis.version_text} from {redis.path}")
+    compiled = [str(python), "-m", "compileall", "-q", *(str(paths.repo_root() / folder) for folder in SOURCES)]
+    return Pass(name, str(python), env, "second_python", prepare=[compiled, _cli(str(python), "stack", "up")],
+                finish=[_cli(str(python), "stack", "down", "--remove-copies")])
+
+
+def run_passes(passes: list[Pass], args: list[str]) -> int:
+    """Run the passes side by side, each on its share of the cores, and print each one's output when it ends.
+
+    Side by side they keep the machine as loaded as the first pass does
+    (one whole check per core in all), and their start-up and tails overlap.
+    """
+    share = max(1, check_groups() // len(passes))
+    results: dict[int, int] = {}
+    logs = [paths.logs_dir() / f"test-pass-{index + 1}.log" for index in range(len(passes))]
+
+    def play(index: int) -> None:
+        one = passes[index]
+        one.env.setdefault(GROUPS_VARIABLE, str(share))
+        with open(logs[index], "w") as out:
+            results[index] = one.run(args, out)
+
+    threads = [threading.Thread(target=play, args=(index,), daemon=True) for index in range(len(passes))]
+    for index, one in enumerate(passes):
+        print(f"\npass {index + 2}, beside the others: {one.name} (output in {paths.display_path(logs[index])})",
+              flush=True)
+        threads[index].start()
+    for thread in threads:
+        thread.join()
+    for index, one in enumerate(passes):
+        print(f"\n==== pass {index + 2}: {one.name}: exit {results.get(index, 1)}", flush=True)
+        print(logs[index].read_text(errors="replace"), flush=True)
+    return next((code for code in (results.get(i, 1) for i in range(len(passes))) if code), 0)
+
+
 def main(args: list[str]) -> int:
     before = {kind: server.running for kind, server in stack.servers().items()}
     try:
@@ -120,12 +241,9 @@ def main(args: list[str]) -> int:
     started_here = [kind for kind, server in stack.servers().items() if not server.external and not before[kind]]
     try:
         code = _pytest(args)
-        external = external_urls()
-        if code == 0 and external:
-            env = dict(os.environ, **external)
-            print(f"\nsecond run, as asked by BUDGETLAB_EXTERNAL: {_hosts(external)}", flush=True)
-            prepared = subprocess.call([sys.executable, "-m", "budgetlab.cli_entry", "stack", "up"], env=env)
-            code = prepared or _pytest(args, env, marker="external")
+        if code == 0:
+            passes = [one for one in (second_python_pass(), external_pass()) if one]
+            code = run_passes(passes, args) if passes else 0
     finally:
         if started_here:
             stack.down()

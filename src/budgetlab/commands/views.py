@@ -56,7 +56,8 @@ def check_summary(outcome) -> Text:
 
 
 def stack_table(with_health: bool = False):
-    """One line per server: name, state, version, URL and PID; never folded, so URLs can be copied."""
+    """Per server: name, state, version, URL and PID on one line, never folded, so URLs can be copied;
+    below it, for a server the stack started, its program and where that came from."""
     from budgetlab import stack
 
     lines = Text()
@@ -69,5 +70,7 @@ def stack_table(with_health: bool = False):
         lines.append(f"{name:<11}")
         lines.append(f"{state:<9}", style="green" if info["running"] else "red")
         lines.append(f"{info['version'] or '-':<8} {info['url'] or '-'}  PID {info['pid'] or '-'}\n")
+        if info["program"]:
+            lines.append(f"{'':<20} {info['program']}\n", style="dim")
     lines.rstrip()
     return (lines, healthy) if with_health else lines

@@ -277,15 +277,7 @@ def tree_of(root: int) -> set[int]:
     exited (a master when its launch script ends) leaves the tree of
     parents but keeps the session, so it is found all the same.
     """
-    found = {root} | process.descendants(root)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == root:
-                    found.add(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                pass
-    return found
+    return {root} | process.descendants(root) | set(process.in_session(root))
 
 
 def _signal(pid: int, number: int) -> None:

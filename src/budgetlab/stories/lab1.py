@@ -21,6 +21,7 @@ from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
 from budgetlab.inworker import clock
+from budgetlab.stack import process
 
 SLUG = "lab1_inherited_limit"
 TRANSACTIONAL = ("imports", "documents", "sweeps")
@@ -119,11 +120,8 @@ def workers(app, patience: float = 15.0) -> dict[str, Worker]:
 
 
 def command_line_limits(pid: int | None) -> dict[str, float]:
-    """Return the time-limit flags on a running master's command line, read from /proc."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    except (OSError, TypeError):
-        return {}
+    """Return the time-limit flags on a running master's command line."""
+    argv = process.pid_argv(pid)
     found = {}
     for index, word in enumerate(argv):
         for flag in ("--soft-time-limit", "--time-limit"):
