@@ -24,7 +24,7 @@ if not GRADING:
 # CLI (its commands check and run), a private stack. A test that asks for one is a `stack` test, which
 # `make test-quick` leaves to `make test`; a module that reaches the stack by itself says so in pytestmark.
 LIVE_FIXTURES = {"rig", "start_worker", "celery_client", "kontor_db", "broker_url", "queue_name", "probe_worker", "cli",
-                 "private_stack"}
+                 "private_stack", "redis_planter"}
 # Tests that run real commands as a learner types them (a transcript re-run is a check or a run).
 LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 
@@ -96,8 +96,58 @@ def pytest_xdist_node_collection_finished(node, ids):
                     "(pytest-xdist issue #1386)?", returncode=3)
 
 
-# Redis databases that get a key nobody but a person wrote: the control database and one in five others.
+# Redis databases that get a key nobody but a person wrote: the control database and one in five others,
+# and one in ten beside budgetlab's mark, as a person writes into a database an earlier run released.
 CANARY_DATABASES = lambda count: [0, *range(3, count, 5)]  # noqa: E731
+MARKED_CANARY_DATABASES = lambda count: range(4, count, 10)  # noqa: E731
+# In one step, as a lease's own claim looks: only into a database nobody leases that holds nothing or
+# nothing but budgetlab's mark (never beside a crashed run's leftovers, which the next lease empties),
+# in place of the mark or beside it.
+_PLANT = """
+if redis.call('exists', KEYS[1]) == 1 then return 0 end
+redis.call('select', ARGV[1])
+local size = redis.call('dbsize')
+local planted = 0
+if size == 0 or (size == 1 and redis.call('exists', ARGV[2]) == 1) then
+  if ARGV[5] == '1' then redis.call('set', ARGV[2], 'as a release leaves it') else redis.call('del', ARGV[2]) end
+  redis.call('set', ARGV[3], ARGV[4])
+  planted = 1
+end
+redis.call('select', 0)
+return planted
+"""
+
+
+def plant_in_redis(control, number: int, key: str, value: str, marked: bool) -> bool:
+    """Write a person's key into database `number` if it is free for one (see _PLANT); say whether it was written."""
+    from budgetlab.stack.leases import MARK_KEY
+
+    return bool(control.eval(_PLANT, 1, f"budgetlab:lease:{number}", number, MARK_KEY, key, value,
+                             "1" if marked else "0"))
+
+
+@pytest.fixture
+def redis_planter():
+    """plant(numbers, key, marked) gives each free one of those databases a person's key, removed at teardown."""
+    import redis
+
+    from budgetlab import stack
+
+    control = redis.Redis.from_url(stack.redis_url(0))
+    planted: list[tuple[redis.Redis, str]] = []
+
+    def plant(numbers, key: str, marked: bool) -> dict[int, redis.Redis]:
+        """Return a client for each database that got the key."""
+        written = {number: redis.Redis.from_url(stack.redis_url(number)) for number in numbers
+                   if plant_in_redis(control, number, key, "kept", marked)}
+        planted.extend((client, key) for client in written.values())
+        return written
+
+    yield plant
+    for client, key in planted:
+        client.delete(key)
+        client.close()
+    control.close()
 
 
 def _plant():
@@ -107,7 +157,6 @@ def _plant():
     from psycopg import sql
 
     from budgetlab import stack
-    from budgetlab.stack.leases import MARK_KEY
 
     try:
         stack.require()
@@ -122,16 +171,10 @@ def _plant():
     control = redis.Redis.from_url(stack.redis_url(0))
     count = int(control.config_get("databases")["databases"])
     key = f"canary:{uuid.uuid4().hex[:8]}"
-    planted = []
-    for number in CANARY_DATABASES(count):
-        if number and control.exists(f"budgetlab:lease:{number}"):
-            continue  # held by a check or run outside this suite: not for the suite to touch
-        client = redis.Redis.from_url(stack.redis_url(number))
-        if number:
-            client.delete(MARK_KEY)  # budgetlab's own mark: without it the database is a person's
-        client.set(key, "a person's data")
-        planted.append(number)
-        client.close()
+    control.set(key, "a person's data")
+    planted = [0]
+    for marked, numbers in ((False, CANARY_DATABASES(count)[1:]), (True, MARKED_CANARY_DATABASES(count))):
+        planted += [number for number in numbers if plant_in_redis(control, number, key, "a person's data", marked)]
     control.close()
     return name, key, planted
 

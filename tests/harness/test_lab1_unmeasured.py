@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
 from budgetlab.harness.grading import CouldNotGrade
-from budgetlab.paths import repo_root
 
-LAB1_TESTS = repo_root() / "tests" / "lab1_inherited_limit"
+from .graders import loaded
 
 
 @pytest.fixture(scope="module")
 def budgets():
     """The lab-1 grader module, loaded from its folder the way pytest loads it for `check 1`."""
-    sys.path.insert(0, str(LAB1_TESTS))
-    try:
-        spec = importlib.util.spec_from_file_location("lab1_budgets_under_test", LAB1_TESTS / "test_lab1_budgets.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    with loaded("lab1_inherited_limit", "test_lab1_budgets.py") as module:
         yield module
-    finally:
-        sys.path.remove(str(LAB1_TESTS))
 
 
 def _outcome(budgets, soft_at: float, killed_at: float):

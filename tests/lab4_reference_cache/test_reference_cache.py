@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import lab4_symptoms as say
 import psycopg
 import pytest
 from lab4_workload import TABLE_READS
@@ -22,8 +23,9 @@ from budgetlab.stories.reading import wait_until
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
 DOCUMENTS, TRANSACTIONS = 60, 120
-BATCH = (f"a batch of {DOCUMENTS} documents (categorised, their transactions written) "
-         f"and {TRANSACTIONS} transactions")
+BATCH = say.batch(DOCUMENTS, TRANSACTIONS)
+# The worker's processes: the table may be read once in each.
+CONCURRENCY = 2
 CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4(?:check)?\.\w+\[[^\]]+\] succeeded")
 
 
@@ -54,7 +56,7 @@ def probe(probe_process) -> dict:
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if probe_process.returncode != 0 or not lines:
         last = (stderr.strip().splitlines() or ["no output"])[-1]
-        raise CouldNotGrade(f"the lab's code did not run: {last}")
+        raise CouldNotGrade(say.probe_ended(probe_process.returncode, last))
     report = json.loads(lines[-1])
     if "import_error" in report:
         raise CouldNotGrade(f"importing lab4_reference_cache.tasks failed: {report['import_error']}")
@@ -64,8 +66,8 @@ def probe(probe_process) -> dict:
 def phase(report: dict, name: str) -> dict:
     """Return one phase of the probe's report; a phase that raised fails the check with the learner's error."""
     if "batch_error" in report:
-        raise AssertionError(f"{BATCH} failed in the lookups: {report['batch_error']}")
-    assert f"{name}_error" not in report, f"the lookups raised {report.get(f'{name}_error')}"
+        raise AssertionError(say.batch_raised(BATCH, report["batch_error"]))
+    assert f"{name}_error" not in report, say.phase_raised(name, report.get(f"{name}_error"))
     return report[name]
 
 
@@ -99,7 +101,7 @@ def test_worker_processes_read_category_table_once_each(start_worker, celery_cli
     from kontor.books.models import Category, Currency, Document, Transaction
 
     path = os.pathsep.join(filter(None, [str(target_dir), str(PROBE.parent), os.environ.get("PYTHONPATH")]))
-    worker = start_worker([queue_name], ["lab4_reference_cache.tasks", "lab4_workload"], concurrency=2,
+    worker = start_worker([queue_name], ["lab4_reference_cache.tasks", "lab4_workload"], concurrency=CONCURRENCY,
                           extra_env={"PYTHONPATH": path})
     documents = list(Document.objects.order_by("pk").values_list("pk", flat=True)[:DOCUMENTS])
     transactions = list(Transaction.objects.order_by("pk").values_list("pk", flat=True)[:TRANSACTIONS])
@@ -118,82 +120,62 @@ def test_worker_processes_read_category_table_once_each(start_worker, celery_cli
                 "lab4.prepare_transactions", args=[transactions[start * 12:start * 12 + 12]], queue=queue_name))
         deadline = time.monotonic() + 60
         unfinished = [result for result in results if not wait_until(result.ready, deadline)]
-        assert not unfinished, f"{len(unfinished)} of {len(results)} tasks sent no result within 60 s wall"
+        assert not unfinished, say.unfinished(len(unfinished), len(results), 60)
+        failed = [result for result in results if result.failed()]
+        assert not failed, say.failed(len(failed), len(results), repr(failed[0].result))
         values = [result.result for result in results]
-        failed = [value for value in values if not isinstance(value, (int, dict))]
-        assert not failed, f"{len(failed)} of {len(results)} tasks failed on the worker: {failed[0]!r}"
         _wait_until_gone(sampler, present)
         scans = _scans(sampler) - before
     per_process: dict[int, int] = {}
     for value in values:
         if isinstance(value, dict):
             per_process[value["pid"]] = per_process.get(value["pid"], 0) + value["category_queries"]
-    children = len(set(CHILD.findall(worker.text()))) or 2
-    assert max(per_process.values(), default=0) <= 1, (
-        f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, queried the category "
-        f"table {sum(per_process.values())} times while categorising documents, more than once in one process "
-        "(Django's query log in each process)")
-    assert scans <= children, (
-        f"{BATCH}, run as {len(results)} tasks on a worker with {children} busy processes, read the "
-        f"category table {scans} times (PostgreSQL's counters)")
+    busy = len(set(CHILD.findall(worker.text())))
+    seen = say.worker(len(results), busy, CONCURRENCY)
+    assert max(per_process.values(), default=0) <= 1, say.worker_queries(BATCH, seen, per_process)
+    assert scans <= (busy or CONCURRENCY), say.worker_reads(BATCH, seen, scans)
 
 
 def test_importing_reads_no_categories(probe):
     """Importing the task module, as a worker does at start-up, reads nothing from the category table."""
     queries = probe["import_queries"]
-    times = "once" if queries == 1 else f"{queries} times"
-    assert queries == 0, (f"importing lab4_reference_cache.tasks, which every worker does at start-up, queried "
-                          f"the category table {times} before any document arrived")
+    assert queries == 0, say.import_queries(queries)
 
 
 def test_batch_reads_category_table_once_per_process(probe):
     """A batch of documents and transactions in one process reads the category table at most once."""
     if "batch_error" in probe:
-        raise AssertionError(f"{BATCH} failed in the lookups: {probe['batch_error']}")
-    queries, scans = probe["batch_queries"], probe["scans"]
-    assert queries <= 1 and scans <= 1, (
-        f"{BATCH} in one process queried the category table {queries} times (Django's query log), "
-        f"and PostgreSQL counted {scans} scans of it")
+        raise AssertionError(say.batch_raised(BATCH, probe["batch_error"]))
+    queries, scans, import_scans = probe["batch_queries"], probe["scans"], probe["import_scans"]
+    # From the import on: a process that reads the table while importing and again in the batch reads it twice.
+    assert queries <= 1 and import_scans + scans <= 1, say.batch_reads(BATCH, queries, scans, import_scans)
 
 
 def test_saved_category_shows_in_next_lookup(probe):
     """A category saved through the ORM shows up in the next lookup of the same process."""
-    saved = phase(probe, "invalidate")["saved"]
-    created = probe["invalidate"]["created"]
-    assert saved["category"] == "Miete und Pacht", (
-        f"after category 4210 was renamed 'Miete und Pacht' through the ORM, category('4210') in the same "
-        f"process still said {saved['category']!r}")
-    assert saved["table"] == "Miete und Pacht", (
-        f"after category 4210 was renamed through the ORM, category_table() in the same process still "
-        f"listed it as {saved['table']!r}")
-    assert saved["match"] == "4210", (
-        f"after category 4210 got the keyword 'pacht' through the ORM, category_for('pacht') answered "
-        f"{saved['match']!r}")
-    assert created["listed"] and created["match"] == "4215", (
-        f"after category 4215 was created through the ORM, the same process "
-        f"{'did not list it' if not created['listed'] else 'matched farmland to ' + repr(created['match'])}")
+    seen = phase(probe, "invalidate")
+    before, saved, created = seen["before"], seen["saved"], seen["created"]
+    assert saved["category"] == "Miete und Pacht", say.renamed_lookup(before["category"], saved["category"])
+    assert saved["table"] == "Miete und Pacht", say.renamed_in_table(before["table"], saved["table"])
+    assert saved["match"] == "4210", say.new_keyword_match(saved["match"])
+    assert created["listed"] and created["match"] == "4215", say.created(created["listed"], created["match"])
 
 
 def test_deleted_category_disappears_from_next_lookup(probe):
     """A category deleted through the ORM is gone from the next lookup of the same process."""
-    deleted = phase(probe, "invalidate")["deleted"]
-    assert not deleted["listed"], ("after category 4250 was deleted through the ORM, category_table() in the "
-                                   "same process still listed it")
-    assert deleted["match"] != "4250", ("after category 4250 was deleted through the ORM, the same process "
-                                        "still matched 'cleaning janitor' to it")
+    seen = phase(probe, "invalidate")
+    deleted = seen["deleted"]
+    assert not deleted["listed"], say.deleted_listed(seen["before"]["listed_4250"])
+    assert deleted["match"] != "4250", say.deleted_match(deleted["match"])
 
 
 def test_callers_cannot_change_what_the_next_caller_gets(probe):
     """A caller that changes the rows a lookup returned does not change what the next caller gets."""
     mutated = phase(probe, "mutate")
-    assert not mutated["changed"], (
-        f"one caller's changes reached the next caller: {mutated['changed'][0]} "
-        f"(the first caller {', '.join(mutated['attempted'])} in what it got back)")
+    assert not mutated["changed"], say.mutated(mutated["attempted"], mutated["changed"])
 
 
 def test_outputs_match_uncached_lookups(probe):
     """Every extraction and prompt of the batch is identical to what the uncached lookups give."""
     compared = phase(probe, "compare")
-    assert compared["different"] == 0, (
-        f"{compared['different']} of {compared['items']} items differ from the uncached lookups' output; "
-        f"first, {compared['first'][0]}: {compared['first'][1]}")
+    assert compared["different"] == 0, say.compared(compared["different"], compared["items"], compared["first"])

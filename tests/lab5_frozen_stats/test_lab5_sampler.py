@@ -13,6 +13,7 @@ import numbers
 import re
 import uuid
 
+import lab5_symptoms as say
 import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -26,13 +27,38 @@ WINDOW = 0.5
 # Two windows of a burst, two quiet ones: the re-measured figures of the story.
 
 
+# The learner's functions called so far in this process: a caller's block that breaks says so only after one ran.
+CALLED: list[str] = []
+
+
 def call(what: str, function, *args, **kwargs):
     """Call the learner's function; an exception becomes the check's symptom, not a traceback."""
+    CALLED.append(what)
     try:
         return function(*args, **kwargs)
     except Exception as exc:  # any error of the learner's code is the finding
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise AssertionError(f"{what} raised {type(exc).__name__}: {first}") from None
+        raise AssertionError(say.raised(what, exc)) from None
+
+
+class Watched:
+    """A workload for scan_delta that runs `made` scans each time it is run, and counts its runs and scans."""
+
+    def __init__(self, load, made: int) -> None:
+        self.load, self.made, self.runs, self.counted = load, made, 0, None
+        self.before = load.total
+
+    def __call__(self) -> None:
+        self.runs += 1
+        self.load(self.made)
+
+    def delta(self, sampler, probe: str):
+        """Run the learner's scan_delta around this workload; return what it counted."""
+        self.counted = call("scan_delta", sampler.scan_delta, probe, self)
+        return self.counted
+
+    def judge(self, where: str) -> None:
+        """Every scan of the workload counted; the symptom says how often it ran and what it made."""
+        assert self.counted == self.made, say.delta(where, self.runs, self.load.total - self.before, self.counted)
 
 
 class Timeline:
@@ -52,6 +78,10 @@ class Timeline:
             self.load(self.counts[self.done])
             self.done += 1
 
+    def ran(self) -> list[float]:
+        """The rates the load ran in the windows that have come so far."""
+        return [count / self.window for count in self.counts[:self.done]]
+
 
 def bursty_counts(scans) -> list[int]:
     burst = round(BURST * WINDOW)
@@ -60,50 +90,44 @@ def bursty_counts(scans) -> list[int]:
             quiet + scans.randint(-5, 5), quiet + scans.randint(-5, 5)]
 
 
-def rates_text(values) -> str:
-    return ", ".join(f"{value:.0f}" if isinstance(value, numbers.Real) else repr(value) for value in values)
-
-
 @contextlib.contextmanager
 def leaves_atomic(what: str):
-    """Wrap a caller's atomic block that must still end cleanly after the sampler ran inside it."""
+    """Wrap a caller's atomic block that must still run and end cleanly after the sampler ran inside it."""
+    called = len(CALLED)
     try:
         yield
     except (DatabaseError, TransactionManagementError) as error:
-        first = (str(error).strip().splitlines() or [""])[0]
-        raise AssertionError(f"the caller's {what} failed to end after the sampler ran inside it: "
-                             f"{type(error).__name__}: {first}") from None
+        if len(CALLED) == called:
+            raise  # the block broke before any of the learner's code ran: the check's own fault
+        raise AssertionError(say.broke_atomic(what, error)) from None
 
 
-def assert_rates(rates, counts: list[int], where: str) -> None:
-    expected = [count / WINDOW for count in counts]
+def assert_rates(rates, timeline: Timeline, where: str) -> None:
+    expected = [count / timeline.window for count in timeline.counts]
     got = list(rates) if isinstance(rates, (list, tuple)) else rates
-    assert isinstance(got, list) and len(got) == len(expected), (
-        f"scan_rates was asked for {len(expected)} windows {where} and returned {got!r}")
-    close = all(isinstance(rate, numbers.Real) and abs(rate - want) <= 0.02 * want + 1 / WINDOW
+    assert isinstance(got, list) and len(got) == len(expected), say.rates_shape(len(expected), where, got)
+    close = all(isinstance(rate, numbers.Real) and abs(rate - want) <= 0.02 * want + 1 / timeline.window
                 for rate, want in zip(got, expected))
-    assert close, (f"the load ran {rates_text(expected)} scans/s in its {len(expected)} windows {where}; "
-                   f"scan_rates reported {rates_text(got)}")
+    assert close, say.rates(timeline.ran(), len(expected), timeline.window,
+                                                               timeline.now - timeline.start, where, got)
 
 
 @pytest.mark.external
 def test_delta_in_autocommit_counts_every_scan(sampler, probe, load, scans):
     """A delta taken with no transaction open counts every scan."""
-    made = scans.randint(5, 60)
-    counted = call("scan_delta", sampler.scan_delta, probe, lambda: load(made))
-    assert counted == made, (f"the load made {made} scans while scan_delta watched with no transaction open; "
-                             f"scan_delta counted {counted}")
+    watched = Watched(load, scans.randint(5, 60))
+    watched.delta(sampler, probe)
+    watched.judge("with no transaction open")
 
 
 @pytest.mark.external
 def test_delta_inside_a_transaction_counts_every_scan(sampler, probe, load, scans):
     """A delta taken inside the caller's transaction counts every scan."""
-    made = scans.randint(5, 60)
+    watched = Watched(load, scans.randint(5, 60))
     with leaves_atomic("transaction.atomic() block"):
         with transaction.atomic():
-            counted = call("scan_delta", sampler.scan_delta, probe, lambda: load(made))
-    assert counted == made, (f"the load made {made} scans while scan_delta watched inside the caller's "
-                             f"transaction.atomic() block; scan_delta counted {counted}")
+            watched.delta(sampler, probe)
+    watched.judge("inside the caller's transaction.atomic() block")
 
 
 @pytest.mark.external
@@ -115,13 +139,13 @@ def test_delta_inside_a_savepoint_counts_every_scan(sampler, probe, load, scans)
             with connection.cursor() as cursor:  # the caller looks at the statistics first, as a view might
                 cursor.execute(COUNTER, [probe])
             load(earlier)
+            watched = Watched(load, made)
             with transaction.atomic():
-                counted = call("scan_delta", sampler.scan_delta, probe, lambda: load(made))
+                watched.delta(sampler, probe)
                 now = call("seq_scans", sampler.seq_scans, probe)
-    assert counted == made, (f"the load made {made} scans while scan_delta watched inside a savepoint "
-                             f"(nested transaction.atomic()); scan_delta counted {counted}")
-    assert now == load.total, (f"seq_scans returned {now} inside a savepoint; PostgreSQL had counted "
-                               f"{load.total} scans of the table by then")
+                total = load.total
+    watched.judge("inside a savepoint (nested transaction.atomic())")
+    assert now == total, say.counter_inside_savepoint(now, total)
 
 
 @pytest.mark.external
@@ -143,18 +167,14 @@ def test_sampler_leaves_the_callers_transaction_as_it_was(sampler, probe, load, 
             timeline = Timeline(load, [scans.randint(5, 30), scans.randint(5, 30)])
             call("scan_rates", sampler.scan_rates, probe, WINDOW, 2, wait=timeline.wait, clock=timeline.clock)
             pid_after, xact_after = state()
-            assert pid_after == pid, ("the caller's database connection was closed while its transaction "
-                                      "was open, and its unsaved work with it")
-            assert xact_after == xact, (f"the caller's transaction ended while the sampler ran (transaction "
-                                        f"{xact} became {xact_after or 'none'})")
-            assert Company.objects.filter(name=name).exists(), \
-                "the row the caller had written, not yet committed, was gone after the sampler ran"
+            assert pid_after == pid, say.connection_replaced(pid, pid_after)
+            assert xact_after == xact, say.transaction_ended(xact, xact_after)
+            assert Company.objects.filter(name=name).exists(), say.ROW_GONE
             with psycopg.connect(kontor_db, autocommit=True) as other:
                 seen = other.execute("SELECT count(*) FROM books_company WHERE name = %s", [name]).fetchone()[0]
-            assert seen == 0, "the caller's uncommitted row was committed while the sampler ran"
+            assert seen == 0, say.ROW_COMMITTED
             transaction.set_rollback(True)
-    assert not Company.objects.filter(name=name).exists(), \
-        "the caller's row survived the caller's own rollback: the sampler had committed it"
+    assert not Company.objects.filter(name=name).exists(), say.ROW_SURVIVED
 
 
 @pytest.mark.external
@@ -164,7 +184,7 @@ def test_window_rates_follow_a_bursty_load(sampler, probe, load, scans):
     timeline = Timeline(load, counts)
     rates = call("scan_rates", sampler.scan_rates, probe, WINDOW, len(counts), wait=timeline.wait,
                  clock=timeline.clock)
-    assert_rates(rates, counts, "with no transaction open")
+    assert_rates(rates, timeline, "with no transaction open")
 
 
 @pytest.mark.external
@@ -176,7 +196,7 @@ def test_window_rates_inside_a_transaction_follow_a_bursty_load(sampler, probe, 
         with transaction.atomic():
             rates = call("scan_rates", sampler.scan_rates, probe, WINDOW, len(counts), wait=timeline.wait,
                          clock=timeline.clock)
-    assert_rates(rates, counts, "inside the caller's transaction")
+    assert_rates(rates, timeline, "inside the caller's transaction")
 
 
 @pytest.mark.external
@@ -202,23 +222,18 @@ def test_sampler_closes_every_connection_it_opens(sampler, probe, load, scans, k
         except psycopg.errors.ObjectInUse:
             rows = admin.execute("SELECT coalesce(nullif(application_name, ''), 'no name') FROM pg_stat_activity "
                                  "WHERE datname = %s", [name]).fetchall()
-            names = ", ".join(sorted({row[0] for row in rows})) or "none left by now"
-            raise AssertionError(f"connections to the check's database were still open after the sampler "
-                                 f"returned (application names: {names}), so it could not be dropped") from None
+            raise AssertionError(say.connections_left([row[0] for row in rows])) from None
 
 
 def test_docstring_retracts_the_unmeasured_split(sampler):
     """The docstring retracts the unmeasured split and says what was wrong with it."""
     lines = (sampler.__doc__ or "").splitlines()
     starts = [number for number, line in enumerate(lines) if line.strip().startswith("Retracted:")]
-    assert starts, ("sampler.py's module docstring has no paragraph that begins with 'Retracted:'; "
-                    "the request/batch split is not retracted in the open")
+    assert starts, say.NO_RETRACTION
     paragraph = []
     for line in lines[starts[0]:]:
         if not line.strip():
             break
         paragraph.append(line.strip())
     note = " ".join(paragraph)
-    assert re.search(r"transaction|snapshot", note, re.IGNORECASE), (
-        f"the retraction does not say what was wrong with the old figures: \"{note[:80]}\" never mentions "
-        "the transaction or the snapshot the two reads shared")
+    assert re.search(r"transaction|snapshot", note, re.IGNORECASE), say.retraction_without_cause(note)

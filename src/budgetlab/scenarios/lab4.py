@@ -54,6 +54,10 @@ class BatchFigures:
     def queries_per_row(self) -> float:
         return self.queries / self.rows
 
+    @property
+    def ms_per_lookup(self) -> float:
+        return self.lookup_seconds / max(self.lookup_calls, 1) * 1000
+
 
 class BatchFailed(Exception):
     """The batch process stopped before it finished (the learner's code raised, or did not import)."""
@@ -150,7 +154,6 @@ def play(target_dir: Path, console) -> int:
 def _show(f: BatchFigures, console) -> None:
     from rich.table import Table
 
-    per_call = f.lookup_seconds / max(f.lookup_calls, 1) * 1000
     table = Table(box=None, pad_edge=False, show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -162,20 +165,33 @@ def _show(f: BatchFigures, console) -> None:
                   f"= {f.lookup_seconds / f.wall_seconds:.0%} of the batch")
     table.add_row("per row", f"{f.scans_per_row:.4g} scans, {f.queries_per_row:.4g} queries, "
                   f"{f.lookup_seconds / f.rows * 1000:.3f} ms in lookups")
-    table.add_row("per lookup", f"{per_call:.3f} ms")
+    table.add_row("per lookup", f"{f.ms_per_lookup:.3f} ms")
     console.print(table)
+    for line in findings(f):
+        console.print(line)
+
+
+def findings(f: BatchFigures) -> list[str]:
+    """What the figures show, in sentences that claim nothing the batch process and PostgreSQL did not count.
+
+    The scans are PostgreSQL's count from before the process started to
+    after it ended, its import included; a lookup's time is an average.
+    """
+    said = []
     if f.import_queries:
-        console.print(f"[yellow]Importing the lab's modules queried the category table {f.import_queries} time(s)[/] "
-                      "before the batch began: every process that imports them pays that, ready or not.")
+        times = "once" if f.import_queries == 1 else f"{f.import_queries:,} times"
+        said.append(f"[yellow]Importing {SLUG}.tasks, as a worker does at start-up, queried the category table "
+                    f"{times}[/] before the batch began.")
     if f.scans > 1:
-        console.print(f"No single lookup is slow: {per_call:.2f} ms is "
-                      "nothing a profile of one document would flag. But the batch scanned a table that only a "
-                      f"migration changes {f.scans:,} times, and {f.lookup_seconds:.2f} s of its "
-                      f"{f.wall_seconds:.2f} s went to reading it again and again.")
+        said.append(f"A lookup took {f.ms_per_lookup:.2f} ms on average, nothing a profile of one document would "
+                    f"flag. But PostgreSQL counted {f.scans:,} scans of a table that only a migration changes while "
+                    f"the batch process ran, and the lookups took {f.lookup_seconds:.2f} s of its "
+                    f"{f.wall_seconds:.2f} s.")
     else:
-        console.print(f"The category table was read {'once' if f.scans == 1 else 'not at all'} for "
-                      f"{f.rows:,} rows; the lookups cost {f.lookup_seconds * 1000:.0f} ms for the whole batch. "
-                      "That time now belongs to the model calls.")
+        said.append(f"PostgreSQL counted {'one scan' if f.scans == 1 else 'no scan'} of the category table while "
+                    f"the batch process ran {f.rows:,} rows; the lookups took {f.lookup_seconds * 1000:.0f} ms "
+                    "in all.")
+    return said
 
 
 # The batch process: everything below runs in the child that `run_batch` starts.

@@ -44,11 +44,25 @@ def play(target_dir: Path, console: Console) -> int:
                       f"your sampler: {target_dir.name}/lab5_frozen_stats/sampler.py\n")
         delta_ok = _one_delta(sampler, url, console)
         rates_ok = _window_rates(sampler, url, console)
-        if delta_ok and rates_ok:
-            console.print("[bold green]Your sampler agrees with PostgreSQL.[/] Next: budgetlab check 5")
-        else:
-            console.print("[bold red]Your sampler's figures are not what PostgreSQL counted.[/]")
+        console.print(verdict(delta_ok and rates_ok))
         return 0
+
+
+def verdict(agreed: bool) -> str:
+    """The run's last line: whether every figure the sampler returned was what PostgreSQL counted."""
+    if agreed:
+        return "[bold green]Your sampler agrees with PostgreSQL.[/] Next: budgetlab check 5"
+    # It may have raised, or returned no list, rather than returned a wrong figure.
+    return "[bold red]Your sampler did not return what PostgreSQL counted.[/]"
+
+
+def workload_note(runs: int, ran: int) -> str | None:
+    """A line under part 1 when the load's count needs one: scan_delta never ran the workload, or ran it again."""
+    if runs == 0:
+        return "[yellow]scan_delta never ran its workload, so the load never started[/]"
+    if runs > 1:
+        return f"[yellow]scan_delta ran its workload {runs} times; the load ran {ran} scans in all[/]"
+    return None
 
 
 def _import_sampler(target_dir: Path):
@@ -189,8 +203,9 @@ def _one_delta(sampler, url: str, console: Console) -> bool:
     yours = Text(error or str(counted), style="green" if ok else "red")
     table.add_row(f"{ran} scans", f"{truth} scans", yours)
     console.print(table)
-    if not ran:
-        console.print("[yellow]scan_delta never ran its workload, so the load never started[/]")
+    note = workload_note(len(loads), ran)
+    if note:
+        console.print(note)
     console.print()
     return ok
 
