@@ -26,7 +26,8 @@ def diagnose(console: Console) -> list[str]:
     from budgetlab.paths import display_path
 
     version = sys.version_info
-    report(advice.supported(), f"Python {version.major}.{version.minor}.{version.micro} ({display_path(Path(sys.executable))})",
+    interpreter = display_path(Path(sys.executable))
+    report(advice.supported(), f"Python {version.major}.{version.minor}.{version.micro} ({interpreter})",
            advice.missing("python"))
     import celery
 

@@ -1,4 +1,4 @@
-"""`make test`: bring the stack up, run the whole suite, then its other passes, and stop (and remove from /tmp) what this run started.
+"""`make test`: bring the stack up, run the suite and then its other passes, and stop (and remove from /tmp) what it started.
 
 The first pass runs every test on the embedded stack from this Python's
 wheels. Two more passes run the tests that prove the labs elsewhere, side
@@ -24,7 +24,6 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from budgetlab import paths, stack
 from budgetlab.errors import BudgetlabError
@@ -99,7 +98,8 @@ def _pytest(args: list[str], env: dict[str, str] | None = None, marker: str = ""
     if workers == 0 or "-m" in args:
         return _pytest_once([*(["-m", marker] if marker else []), *args], env, python, out)
     within = f"({marker}) and " if marker else ""
-    code = _pytest_once(["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args], env, python, out)
+    side = ["-n", str(workers), "--dist", "loadgroup", "-m", f"{within}not alone", *args]
+    code = _pytest_once(side, env, python, out)
     alone = _pytest_once(["-m", f"{within}alone", *args], env, python, out)
     return code or (0 if alone == NO_TESTS else alone)
 
@@ -185,8 +185,8 @@ def second_python_pass() -> Pass | None:
         return None
     postgres, redis = binaries.installed_postgres(), binaries.installed_redis()
     if postgres is None or redis is None:
-        print("note: no installed " + " or ".join(n for n, p in (("PostgreSQL", postgres), ("Redis", redis)) if p is None)
-              + " on this machine, so the pass on a second Python is skipped", flush=True)
+        absent = " or ".join(name for name, found in (("PostgreSQL", postgres), ("Redis", redis)) if found is None)
+        print(f"note: no installed {absent} on this machine, so the pass on a second Python is skipped", flush=True)
         return None
     version = subprocess.run([str(python), "-c", "import platform; print(platform.python_version())"],
                              capture_output=True, text=True).stdout.strip()

