@@ -1,5 +1,8 @@
 """Prove a lab's graders: the solution passes, the starter fails, every wrong fix fails, every alternative passes.
 
+(A wall seam, a fix on a clock the lab clock leaves on wall time, fails with
+the note that names its line.)
+
 Usage: python scripts/prove_graders.py [-j JOBS] [--skip-transcribed] N [N ...]
 (prints one line per case as it ends; exit 1 if any case disagrees)
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,6 +49,12 @@ class Case:
     target: targets.Target
     expected: int
     fail_fast: bool
+    #: A pattern the check's output must match too ('' for none): a wall seam's note.
+    says: str = ""
+
+    def agrees(self, code: int, output: str) -> bool:
+        """Whether a check that ended so is what this case must end with."""
+        return code == self.expected and (not self.says or re.search(self.says, output) is not None)
 
 
 def check(case: Case, state: Path) -> tuple[int, str]:
@@ -92,7 +102,8 @@ def base_cases(number: int) -> list[Case]:
 def variant_case(lab: labs.Lab, variant: variants.Variant, scratch: Path) -> Case:
     """A wrong fix or alternative, built into `scratch`; a wrong fix stops at its first failed check."""
     tree = targets.resolve(variants.build(lab, variant, scratch / lab.slug))
-    return Case(lab.number, f"{variant.kind} {variant.name}", tree, variant.expected_exit, variant.expected_exit == 1)
+    return Case(lab.number, f"{variant.kind} {variant.name}", tree, variant.expected_exit, variant.expected_exit == 1,
+                variant.must_say(lab))
 
 
 def prove(numbers: list[int], jobs: int, skip_transcribed: bool = False) -> bool:
@@ -103,10 +114,12 @@ def prove(numbers: list[int], jobs: int, skip_transcribed: bool = False) -> bool
         def run(indexed: tuple[int, Case]) -> bool:
             index, case = indexed
             started = time.monotonic()
-            code, last = check(case, Path(scratch) / "state" / str(index))
-            agrees = code == case.expected
+            code, output = check_output(case, Path(scratch) / "state" / str(index))
+            agrees = case.agrees(code, output)
+            missing = "" if agrees or code != case.expected else "  (its output does not name the seam's line)"
             print(f"lab {case.number} {'ok  ' if agrees else 'FAIL'} {case.name:<40} exit {code} "
-                  f"(want {case.expected}) {time.monotonic() - started:5.1f}s  {last}", flush=True)
+                  f"(want {case.expected}) {time.monotonic() - started:5.1f}s  {views.verdict_line(output)}{missing}",
+                  flush=True)
             return agrees
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

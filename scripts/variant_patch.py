@@ -10,7 +10,7 @@ Usage:
         FOLDER holds some or all of lab N's files, edited; they are laid over
         labs/<slug> (files FOLDER lacks stay the starter's), diffed against both
         bases, and the smaller patch is written and declared. KIND is
-        wrong_fix or alternative. An existing NAME is replaced.
+        wrong_fix, alternative or wall_seam. An existing NAME is replaced.
     python scripts/variant_patch.py convert N
         Every old-style overlay folder tests/<slug>/wrong_fixes/<name>/ and
         tests/<slug>/alternatives/<name>/ of lab N becomes a patch (as `add`
@@ -47,7 +47,7 @@ from budgetlab import labs, patches, variants
 from budgetlab.errors import BudgetlabError
 from budgetlab.paths import labs_root
 
-FOLDERS = {"wrong fix": "wrong_fixes", "alternative": "alternatives"}
+FOLDERS = {"wrong fix": "wrong_fixes", "alternative": "alternatives", "wall seam": "wall_seams"}
 HEADER = re.compile(r"^# (?:Wrong|Alternative) fix \([^)]*\): (.+)\n")
 INLINE = re.compile(r"^\s*(?:#|\"\"\")?\s*(?:Wrong|Alternative): (.+?)(?:\"\"\")?\s*$", re.MULTILINE)
 UNSAID = "TODO: say why the graders must reject or accept this"

@@ -263,19 +263,16 @@ def stack_down(remove_copies: bool = typer.Option(
 
 @stack_app.command("env")
 def stack_env() -> None:
-    """Print the variables that point Kontor at the stack, on the lab clock, for: eval "$(budgetlab stack env)"."""
+    """Print the variables that point Kontor at the stack, for: eval "$(budgetlab stack env)"."""
     import shlex
 
     from budgetlab import stack
-    from budgetlab.harness.workers import on_lab_clock
-    from budgetlab.inworker import clock
 
-    # Kontor reads only its own variables (it never imports budgetlab): these are its seams.
+    # Kontor reads only its own variables (it never imports budgetlab): these are its seams. Nothing of the
+    # lab clock: it belongs to the processes budgetlab starts for lab code, never to a shell, whose every
+    # Python program (Jupyter's server, pip, pytest) it would run 200 times faster, time-outs included.
     variables = {"KONTOR_DATABASE_URL": stack.lab_database_url(), "KONTOR_BROKER_URL": stack.redis_url(0),
-                 "DJANGO_SETTINGS_MODULE": "kontor.settings", "BUDGETLAB_CLOCK": str(clock.factor())}
-    # And the lab clock, as in the workers: Python started from this shell runs on it.
-    clocked = on_lab_clock(variables)
-    variables.update({name: clocked[name] for name in ("BUDGETLAB_CLOCK_ANCHOR", "PYTHONPATH", "PGOPTIONS")})
+                 "DJANGO_SETTINGS_MODULE": "kontor.settings"}
     for name, value in variables.items():
         typer.echo(f"export {name}={shlex.quote(value)}")
 

@@ -5,18 +5,22 @@ one [[variant]] table per case:
 
     [[variant]]
     name = "reraise_without_finalize"    # a Python-identifier-like label, unique in the lab
-    kind = "wrong fix"                   # or "alternative"
+    kind = "wrong fix"                   # or "alternative", or "wall seam"
     base = "solutions"                   # the tree the patch applies to: labs or solutions
     patch = "wrong_fixes/reraise_without_finalize.patch"   # relative to the variants file
     why = "re-raises the time limit but leaves the job in importing"
 
-A wrong fix must fail the lab's graders and an alternative must pass them;
-scripts/prove_graders.py checks both, and scripts/variant_patch.py writes
-the patches.
+A wrong fix must fail the lab's graders and an alternative must pass them. A
+wall seam is a fix that would pass in production but uses a way of reading
+time the lab clock leaves on wall time (budgetlab.inworker.seams): it must
+fail, and its failure must say which line of it runs on which wall clock.
+scripts/prove_graders.py checks all three, and scripts/variant_patch.py
+writes the patches.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from dataclasses import dataclass
@@ -27,7 +31,7 @@ from budgetlab.errors import BudgetlabError
 from budgetlab.labs import Lab
 from budgetlab.paths import labs_root
 
-KINDS = {"wrong fix": 1, "alternative": 0}
+KINDS = {"wrong fix": 1, "alternative": 0, "wall seam": 1}
 BASES = ("labs", "solutions")
 # Left out when a base tree is copied: caches and editor state, never part of a lab.
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
@@ -39,7 +43,8 @@ class Variant:
 
     #: Unique within the lab; names the scratch tree and the line prove_graders prints.
     name: str
-    #: "wrong fix" (the graders must reject it) or "alternative" (they must accept it).
+    #: "wrong fix" (the graders must reject it), "alternative" (they must accept it), or "wall seam"
+    #: (they must reject it with the note naming its line on a wall clock).
     kind: str
     #: The tree the patch applies to, "labs" or "solutions": whichever gives the smaller patch.
     base: str
@@ -50,8 +55,14 @@ class Variant:
 
     @property
     def expected_exit(self) -> int:
-        """The exit code `budgetlab check` must give this variant: 1 for a wrong fix, 0 for an alternative."""
+        """The exit code `budgetlab check` must give this variant: 1 for a wrong fix or a wall seam, 0 for an alternative."""
         return KINDS[self.kind]
+
+    def must_say(self, lab: Lab) -> str:
+        """A pattern `budgetlab check`'s output must match for this variant ('' for none): a wall seam's note."""
+        if self.kind != "wall seam":
+            return ""
+        return rf"{re.escape(lab.slug)}/[\w/.]+:\d+(, \d+)* .*, which runs on .* wall clock here; "
 
 
 def variants_file(lab: Lab, root: Path | None = None) -> Path | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from budgetlab.stories.lab7 import HARD_LIMIT, LONG_LIMIT, LONG_TASK, RETRY_DELAY, RETRY_TASK
+from budgetlab.stories.lab7 import HARD_LIMIT, LONG_LIMIT, LONG_TASK, RETRY_DELAY, RETRY_TASK, refused_how
 
 
 def _numbers(text: str) -> set[float]:
@@ -32,8 +32,7 @@ def _refused(attempt, timeout: float, task: str, number: int, what: str) -> None
     assert not attempt.started, (
         f"a worker whose task {task} {what} {number} s started, although the broker hands its message "
         f"to another worker after {timeout:g} s")
-    assert attempt.returncode not in (0, None), (
-        f"the worker that refused to start exited with status {attempt.returncode}; a deployment reads that as success")
+    assert attempt.returncode not in (0, None), refused_how(attempt)
     lines = [line for line in attempt.output.splitlines() if number in _numbers(line) and timeout in _numbers(line)]
     assert lines, (f"the worker refused to start, but no line of its output names both the task's {number} s "
                    f"and the visibility timeout ({timeout:g} s)")

@@ -83,11 +83,31 @@ def test_every_variant_patch_applies_to_its_base(lab, tmp_path):
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.slug)
+def test_only_a_wall_seam_variant_reads_time_off_the_lab_clock(lab, tmp_path):
+    """The starter, the solution, the wrong fixes and the alternatives use no seam the lab clock leaves on wall time
+    (their failures carry no note); every wall seam variant uses one (its failure must)."""
+    from budgetlab.inworker import seams
+
+    def used(folder: Path) -> list[str]:
+        return [f"{use.path.name}:{use.line} {use.found}" for path in seams.lab_files(folder, lab.readonly)
+                for use in seams.uses(path)]
+
+    for tree in ("labs", "solutions"):
+        assert not used(ROOT / tree / lab.slug), f"{tree}/{lab.slug} uses a wall-clock seam: {used(ROOT / tree / lab.slug)}"
+    for variant in variants.load(lab, ROOT):
+        found = used(variants.build(lab, variant, tmp_path, ROOT) / lab.slug)
+        if variant.kind == "wall seam":
+            assert found, f"wall seam {variant.name} uses no seam the registry knows (budgetlab.inworker.seams)"
+        else:
+            assert not found, f"{variant.kind} {variant.name} uses a wall-clock seam: {found}"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.slug)
 def test_no_variant_is_a_whole_file_copy_or_undeclared(lab):
     """Variants are patches named in the variants file: no old-style overlay folder, no stray patch."""
     folder = lab.tests_dir(ROOT)
     declared = {variant.patch for variant in variants.load(lab, ROOT)}
-    for kind in ("wrong_fixes", "alternatives"):
+    for kind in ("wrong_fixes", "alternatives", "wall_seams"):
         for path in (folder / kind).iterdir() if (folder / kind).is_dir() else []:
             assert path.name == "__pycache__" or path in declared, (
                 f"{path.relative_to(ROOT)} is not a declared patch; convert it: "
@@ -154,6 +174,7 @@ def test_grader_agrees_on_a_case(lab, name, tmp_path):
         for kept in sorted(tmp_path.glob(f"*/logs/check-{lab.number}-*.txt")):
             output += f"\n--- {kept.relative_to(tmp_path)}\n{kept.read_text()}"
     assert code == case.expected, f"lab {lab.number} {case.name}: check exited {code}, not {case.expected}:\n{output}"
+    assert case.agrees(code, output), f"lab {lab.number} {case.name}: no line of the output names the seam:\n{output}"
 
 
 def _load_script(name: str):

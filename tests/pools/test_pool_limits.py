@@ -89,12 +89,13 @@ def test_eventlet_applies_no_limit(tmp_path):
 # leaves the machine's own milliseconds well inside them.
 LAB_CLOCK = "0.1"
 EXPECTED = {"prefork": ("soft", ""), "threads": ("finished", ""), "solo": ("finished", ""),
-            "gevent": ("raised", "TimeLimitExceeded")}
+            "gevent": ("raised", "TimeLimitExceeded"), "eventlet": ("finished", "")}
 
 
-@pytest.mark.parametrize("pool", [pytest.param(name, marks=_needs(name) if name == "gevent" else ())
+@pytest.mark.parametrize("pool", [pytest.param(name, marks=_needs(name) if name in ("gevent", "eventlet") else ())
                                   for name in EXPECTED])
 def test_each_pool_applies_the_same_limits_on_the_lab_clock(pool, tmp_path):
-    """On the lab clock, as in production, prefork applies the soft limit, gevent the hard one, threads and solo none."""
+    """On the lab clock, as in production, prefork applies the soft limit, gevent the hard one, threads, solo and
+    eventlet none."""
     ended, error, seconds = run_probe(pool, tmp_path, lab_clock=LAB_CLOCK)
     assert (ended, error) == EXPECTED[pool], f"{pool} on the lab clock: the task ended {ended!r} {error} after {seconds:.1f} s"

@@ -8,6 +8,7 @@ for `budgetlab check`, which prints the symptom, never the grader's code.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -21,7 +22,7 @@ from budgetlab.errors import BudgetlabError, StackShortage
 from budgetlab.harness import checkreport
 from budgetlab.harness.rig import Rig, WorkerDidNotStart, configure_django
 from budgetlab.harness.workers import WorkerTree
-from budgetlab.inworker import clock
+from budgetlab.inworker import clock, seams
 from budgetlab.paths import display_path
 
 
@@ -183,11 +184,24 @@ def _shortage(exc: BaseException | None) -> StackShortage | None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Mark a check that failed because the stack could not give it a piece it is owed: it could not grade."""
+    """Mark a check that failed because the stack could not give it a piece it is owed: it could not grade.
+
+    A check that failed otherwise, on a lab whose files use a clock seam the
+    lab clock leaves on wall time, carries the note that names each such line.
+    """
     made = yield
     shortage = _shortage(call.excinfo.value) if call.excinfo is not None else None
+    report = made.get_result()
     if shortage is not None:
-        made.get_result().budgetlab_could_not_grade = f"could not grade: {str(shortage).splitlines()[0]}"
+        report.budgetlab_could_not_grade = f"could not grade: {str(shortage).splitlines()[0]}"
+    elif report.failed and (lab := _lab_of(item)) is not None:
+        report.budgetlab_seam_note = seam_note(target_root(item.config) / lab.slug, lab.readonly)
+
+
+@functools.lru_cache(maxsize=None)
+def seam_note(folder: Path, readonly: tuple[str, ...] = ()) -> str:
+    """The note a failed check adds for the learner's lines that run on a wall clock (seams.note), once per folder."""
+    return seams.note(seams.lab_files(folder, readonly), display_path)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -195,6 +209,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     checkreport.write({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         symptom = "" if report.passed else getattr(report, "budgetlab_could_not_grade", None) or _symptom(report)
+        note = getattr(report, "budgetlab_seam_note", "")
+        if note and not symptom.startswith("could not grade"):
+            # The check saw the symptom; the note says which of the learner's lines the workshop's clock leaves out.
+            symptom = f"{symptom}. {note}"
         checkreport.write({"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
                  "symptom": symptom, "could_not_grade": symptom.startswith("could not grade"),
                  "seconds": round(report.duration, 2)})

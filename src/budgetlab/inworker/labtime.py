@@ -20,14 +20,17 @@ What it covers, each kept in production seconds for the caller:
   gmtime/ctime/strftime without an explicit time, datetime.now/utcnow/today
   and date.today (so Django's timezone.now() too);
 - waiting: time.sleep, threading's Condition/Event/Semaphore/Barrier/queue
-  waits and Thread.join, select.select/poll/epoll (and so selectors,
-  asyncio and Celery's event loop), socket time-outs, signal.alarm and
-  signal.setitimer, and gevent's timers (its sleep, Timeout and waits, which
-  replace Python's once gevent patches them).
-What it does not reach is listed on the lab-clock page: a bare
-`Lock.acquire(timeout=...)`, waits inside C extensions. The servers'
-own clocks (Redis TTLs, PostgreSQL's now()) are brought onto the same
-clock by `budgetlab.inworker.servertime`.
+  waits, RLock.acquire and Thread.join, queue.SimpleQueue.get,
+  select.select/poll/epoll (and so selectors, asyncio and Celery's event
+  loop), socket time-outs, signal.alarm, signal.setitimer and
+  signal.sigtimedwait, multiprocessing's locks, semaphores, events,
+  conditions and queues (their SemLock), and the timers of gevent's and
+  eventlet's hubs (their sleep, Timeout and waits, which replace Python's
+  once they monkey-patch it).
+What it does not reach (a bare `Lock.acquire(timeout=...)`, waits inside C
+extensions, ...) is registered in `budgetlab.inworker.seams`, which the
+lab-clock page lists. The servers' own clocks (Redis TTLs, PostgreSQL's
+now()) are brought onto the same clock by `budgetlab.inworker.servertime`.
 """
 
 from __future__ import annotations
@@ -105,7 +108,12 @@ def install(factor: float, anchor: float) -> Clock | None:
     _patch_select(clock)
     _patch_socket(clock)
     _patch_signal(clock)
+    _patch_queue(clock)
     afterimport.patch("gevent.hub", lambda module: _patch_gevent(module, clock))
+    afterimport.patch("multiprocessing.synchronize", lambda module: _patch_multiprocessing(module, clock))
+    # epolls' hub, Linux's default, inherits poll's wait.
+    for hub in ("eventlet.hubs.poll", "eventlet.hubs.selects", "eventlet.hubs.kqueue"):
+        afterimport.patch(hub, lambda module: _patch_eventlet(module, clock))
     return clock
 
 
@@ -205,6 +213,59 @@ def _patch_threading(clock: Clock) -> None:
     threading.Condition.wait = wait
     threading.Thread.join = thread_join
     threading._time = clock.monotonic  # in case threading was imported before the clock was installed
+    # threading.RLock() makes a _CRLock, a C lock whose acquire waits in C: a subclass converts its time-out.
+    # (gevent and eventlet set _CRLock to None when they patch threading; their RLock waits on their hub.)
+    real_rlock = threading._CRLock
+    if real_rlock is not None:
+        class RLock(real_rlock):
+            """threading.RLock, waiting its time-out on the lab clock."""
+
+            def acquire(self, blocking=True, timeout=-1):
+                return real_rlock.acquire(self, blocking, clock.wall(timeout, SHORTEST_WAIT))
+
+        RLock.__module__, RLock.__qualname__ = real_rlock.__module__, real_rlock.__qualname__
+        threading._CRLock = RLock
+
+
+def _patch_queue(clock: Clock) -> None:
+    import queue
+
+    real_queue = queue.SimpleQueue
+
+    class SimpleQueue(real_queue):
+        """queue.SimpleQueue (a C type, not built on Condition), waiting its time-out on the lab clock."""
+
+        def get(self, block=True, timeout=None):
+            return real_queue.get(self, block, clock.wall(timeout, SHORTEST_WAIT))
+
+    SimpleQueue.__module__, SimpleQueue.__qualname__ = real_queue.__module__, real_queue.__qualname__
+    queue.SimpleQueue = SimpleQueue
+
+
+def _patch_multiprocessing(module, clock: Clock) -> None:
+    """Every multiprocessing lock, semaphore, event, condition and queue waits through a SemLock's acquire, in C."""
+    make_methods = module.SemLock._make_methods
+
+    def _make_methods(self):
+        make_methods(self)
+        acquire = self._semlock.acquire
+
+        def scaled(block=True, timeout=None):
+            return acquire(block, clock.wall(timeout, SHORTEST_WAIT))
+
+        self.acquire = scaled
+
+    module.SemLock._make_methods = _make_methods
+
+
+def _patch_eventlet(module, clock: Clock) -> None:
+    """Run eventlet's hub on the lab clock: it schedules on time.monotonic, then waits through the unpatched select."""
+    wait = module.Hub.wait
+
+    def scaled(self, seconds=None):
+        return wait(self, clock.wall(seconds, SHORTEST_WAIT))
+
+    module.Hub.wait = scaled
 
 
 def _patch_select(clock: Clock) -> None:
@@ -298,6 +359,12 @@ def _patch_signal(clock: Clock) -> None:
         left, _ = setitimer(_signal.ITIMER_REAL, float(seconds))
         return int(round(left))
 
+    real_sigtimedwait = _signal.sigtimedwait
+
+    def sigtimedwait(sigset, timeout):
+        return real_sigtimedwait(sigset, clock.wall(timeout, 1e-6))
+
+    _signal.sigtimedwait = _Function(sigtimedwait, "sigtimedwait")
     _signal.setitimer = _Function(setitimer, "setitimer")
     _signal.getitimer = _Function(getitimer, "getitimer")
     _signal.alarm = _Function(alarm, "alarm")

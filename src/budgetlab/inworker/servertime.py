@@ -1,31 +1,33 @@
-"""The servers' clocks on the lab clock: Redis expiries sent by a lab process, and PostgreSQL's now().
+"""The servers' clocks on the lab clock: PostgreSQL's now() and its friends for a lab process, and Redis's expiries.
 
-A Redis key set with `EX 7200` expires on the Redis server's wall clock,
-and SQL's `now()` reads the database server's: neither runs inside a lab
-process, so `labtime` cannot reach them. Two seams bring them onto the
-same production time:
+SQL's `now()` reads the database server's clock and a Redis key set with
+`EX 7200` expires on the Redis server's: neither runs inside a lab
+process, so `labtime` cannot reach them. Redis is `redistime`'s (installed
+from here); PostgreSQL is brought onto the same production time in two ways:
 
-- Redis: a lab process's redis-py (Kontor's, kombu's, the learner's) sends
-  every expiry it writes (SET EX/PX/EXAT/PXAT, SETEX, PSETEX, EXPIRE,
-  PEXPIRE, EXPIREAT, PEXPIREAT, GETEX) converted to wall milliseconds, so
-  the server drops the key when production time says so, and the time-out
-  of every blocking command (BLPOP, BRPOP, XREAD BLOCK, ...) likewise.
-  Redis checks those time-outs ten times a wall second, so a blocking
-  wait ends at the earliest about 0.1 wall seconds after it began.
-- PostgreSQL: each database the workshop makes has a schema `lab_clock`
-  whose now(), transaction_timestamp(), statement_timestamp(),
-  clock_timestamp(), pg_sleep() and pg_sleep_for() shadow pg_catalog's
-  for a connection that names it first on its search_path; a lab
-  process's connections do, through PGOPTIONS (`connection_options`),
-  which also tells them the factor and anchor. Other connections (the
-  graders', a person's psql) see the server's own clock.
+- Each database the workshop makes has a schema `lab_clock` whose now(),
+  transaction_timestamp(), statement_timestamp(), clock_timestamp(),
+  timeofday(), one-argument age(), pg_sleep(), pg_sleep_for(),
+  pg_sleep_until() and pg_stat_activity view shadow pg_catalog's for a
+  connection that names it first on its search_path; a lab process's
+  connections do, through PGOPTIONS (`connection_options`), which also
+  tells them the factor and anchor. Other connections (the graders', a
+  person's psql) see the server's own clock.
+- SQL's time keywords are no functions a schema could shadow: a lab
+  process's psycopg sends CURRENT_TIMESTAMP, CURRENT_TIME, CURRENT_DATE,
+  LOCALTIME and LOCALTIMESTAMP (with or without a precision) written as
+  now() cast to the keyword's type, wherever they stand outside a quoted
+  string, a quoted name or a comment (`sql_on_lab_clock`).
+
+What stays on the servers' wall clocks is registered in budgetlab.inworker.seams.
 """
 
 from __future__ import annotations
 
-import math
+import functools
+import re
 
-from budgetlab.inworker import afterimport, labtime
+from budgetlab.inworker import afterimport, labtime, redistime
 
 SCHEMA = "lab_clock"
 
@@ -49,7 +51,30 @@ CREATE OR REPLACE FUNCTION {SCHEMA}.pg_sleep(seconds float8) RETURNS void LANGUA
     $$ SELECT pg_catalog.pg_sleep(seconds * coalesce(nullif(current_setting('lab_clock.factor', true), '')::float8, 1)) $$;
 CREATE OR REPLACE FUNCTION {SCHEMA}.pg_sleep_for(length interval) RETURNS void LANGUAGE sql VOLATILE AS
     $$ SELECT pg_catalog.pg_sleep_for(length * coalesce(nullif(current_setting('lab_clock.factor', true), '')::float8, 1)) $$;
+CREATE OR REPLACE FUNCTION {SCHEMA}.pg_sleep_until(t timestamptz) RETURNS void LANGUAGE sql VOLATILE AS
+    $$ SELECT pg_catalog.pg_sleep(greatest(0, extract(epoch FROM t - {SCHEMA}.clock_timestamp())::float8
+           * coalesce(nullif(current_setting('lab_clock.factor', true), '')::float8, 1))) $$;
+CREATE OR REPLACE FUNCTION {SCHEMA}.timeofday() RETURNS text LANGUAGE sql VOLATILE PARALLEL SAFE AS
+    $$ SELECT to_char({SCHEMA}.clock_timestamp(), 'Dy Mon DD HH24:MI:SS.US YYYY TZ') $$;
+-- pg_catalog's one-argument age() counts from midnight of current_date, the server's date.
+CREATE OR REPLACE FUNCTION {SCHEMA}.age(t timestamptz) RETURNS interval LANGUAGE sql STABLE PARALLEL SAFE AS
+    $$ SELECT pg_catalog.age(CAST(CAST({SCHEMA}.now() AS date) AS timestamptz), t) $$;
+CREATE OR REPLACE FUNCTION {SCHEMA}.age(t timestamp) RETURNS interval LANGUAGE sql STABLE PARALLEL SAFE AS
+    $$ SELECT pg_catalog.age(CAST(CAST({SCHEMA}.now() AS date) AS timestamp), t) $$;
+-- pg_stat_activity with each timestamp column on the reader's clock, whatever columns this server's version has.
+DO $do$
+DECLARE columns text;
+BEGIN
+    SELECT string_agg(CASE WHEN atttypid = 'timestamptz'::regtype
+                           THEN format('{SCHEMA}.production(%1$I) AS %1$I', attname) ELSE quote_ident(attname) END,
+                      ', ' ORDER BY attnum)
+      INTO columns FROM pg_attribute
+     WHERE attrelid = 'pg_catalog.pg_stat_activity'::regclass AND attnum > 0 AND NOT attisdropped;
+    EXECUTE format('CREATE OR REPLACE VIEW {SCHEMA}.pg_stat_activity AS SELECT %s FROM pg_catalog.pg_stat_activity',
+                   columns);
+END $do$;
 GRANT USAGE ON SCHEMA {SCHEMA} TO PUBLIC;
+GRANT SELECT ON {SCHEMA}.pg_stat_activity TO PUBLIC;
 """
 
 
@@ -62,83 +87,65 @@ def connection_options(factor: float, anchor: float) -> str:
             f"-c lab_clock.factor={factor!r} -c lab_clock.anchor={anchor!r}")
 
 
-# Redis commands whose arguments carry an expiry: the position of a relative one in seconds or
-# milliseconds, or of an absolute Unix time, after the command name.
-_RELATIVE = {b"SETEX": (1, 1.0), b"PSETEX": (1, 0.001), b"EXPIRE": (1, 1.0), b"PEXPIRE": (1, 0.001)}
-_ABSOLUTE = {b"EXPIREAT": (1, 1.0), b"PEXPIREAT": (1, 0.001)}
-_OPTIONS = {b"EX": 1.0, b"PX": 0.001, b"EXAT": 1.0, b"PXAT": 0.001}
-# Blocking commands, and where their time-out stands: the last argument, or the first after the name.
-_BLOCKING_LAST = {b"BLPOP", b"BRPOP", b"BRPOPLPUSH", b"BLMOVE", b"BZPOPMIN", b"BZPOPMAX"}
-_BLOCKING_FIRST = {b"BLMPOP", b"BZMPOP"}
 
 
-def _name(value) -> bytes:
-    if isinstance(value, str):
-        value = value.encode()
-    return value.upper() if isinstance(value, bytes) else b""
+# What psycopg sends for each SQL time keyword: now() cast to the keyword's type (the precision goes with it).
+_KEYWORDS = {"CURRENT_TIMESTAMP": "timestamptz", "CURRENT_TIME": "timetz", "CURRENT_DATE": "date",
+             "LOCALTIMESTAMP": "timestamp", "LOCALTIME": "time"}
+# One token at a time: what is quoted or commented out stays as written, a keyword is rewritten.
+_TOKENS = re.compile(r"""
+    (?P<skip>
+        (?<![\w$])[eE]'(?:[^'\\]|\\.|'')*'     # an escape string, E'it\'s'
+      | '(?:[^']|'')*'                           # a string
+      | "(?:[^"]|"")*"                           # a quoted name
+      | \$(?P<tag>[A-Za-z_][A-Za-z_0-9]*|)\$.*?\$(?P=tag)\$   # a dollar-quoted body
+      | --[^\n]*                                 # a comment
+      | /\*.*?\*/                                # a block comment
+      | %\([^)]*\)[sbt]                          # a psycopg placeholder, %(current_date)s
+    )
+  | (?<![\w$.])(?P<keyword>CURRENT_TIMESTAMP|CURRENT_TIME|CURRENT_DATE|LOCALTIMESTAMP|LOCALTIME)(?![\w$])
+    (?P<precision>\s*\(\s*\d+\s*\))?
+""", re.IGNORECASE | re.VERBOSE | re.DOTALL)
+_MAYBE = re.compile(rb"current_|localtime", re.IGNORECASE)
 
 
-def _wall_ms(clock: labtime.Clock, seconds: float) -> int:
-    return max(1, math.ceil(seconds * clock.factor * 1000))
+def _keyword(match: re.Match) -> str:
+    if match.group("keyword") is None:
+        return match.group(0)
+    kind = _KEYWORDS[match.group("keyword").upper()]
+    precision = re.sub(r"\s+", "", match.group("precision") or "")
+    return "now()" if kind == "timestamptz" and not precision else f"(now()::{kind}{precision})"
 
 
-def redis_args(clock: labtime.Clock, args: tuple) -> tuple:
-    """Return a Redis command's arguments with every expiry converted from production to wall time."""
-    if not args:
-        return args
-    command, args = _name(args[0]), list(args)
-    renamed = {b"SETEX": b"PSETEX", b"EXPIRE": b"PEXPIRE", b"EXPIREAT": b"PEXPIREAT"}
-    if command in _RELATIVE:
-        at, unit = _RELATIVE[command]
-        args[0] = renamed.get(command, command).decode()
-        args[at + 1] = _wall_ms(clock, float(args[at + 1]) * unit)
-    elif command in _ABSOLUTE:
-        at, unit = _ABSOLUTE[command]
-        args[0] = renamed.get(command, command).decode()
-        args[at + 1] = _wall_epoch_ms(clock, float(args[at + 1]) * unit)
-    elif command in _BLOCKING_LAST or command in _BLOCKING_FIRST:
-        at = -1 if command in _BLOCKING_LAST else 1
-        seconds = float(args[at])
-        if seconds > 0:  # 0 blocks for ever
-            args[at] = f"{seconds * clock.factor:.6f}"
-    elif command in (b"XREAD", b"XREADGROUP"):
-        for index in range(1, len(args) - 1):
-            if _name(args[index]) == b"BLOCK" and float(args[index + 1]) > 0:
-                args[index + 1] = _wall_ms(clock, float(args[index + 1]) / 1000)
-                break
-    elif command in (b"SET", b"GETEX"):
-        for index in range(2, len(args) - 1):
-            option = _name(args[index])
-            if option in _OPTIONS:
-                value = float(args[index + 1]) * _OPTIONS[option]
-                if option in (b"EX", b"PX"):
-                    args[index], args[index + 1] = "PX", _wall_ms(clock, value)
-                else:
-                    args[index], args[index + 1] = "PXAT", _wall_epoch_ms(clock, value)
-                break
-    return tuple(args)
+@functools.lru_cache(maxsize=2048)
+def sql_on_lab_clock(query: bytes) -> bytes:
+    """Return a query with SQL's time keywords written as now() casts; the rest, quoted text included, as it was."""
+    if not _MAYBE.search(query):
+        return query
+    return _TOKENS.sub(_keyword, query.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
-def _wall_epoch_ms(clock: labtime.Clock, production_epoch: float) -> int:
-    return math.ceil((clock.anchor + (production_epoch - clock.anchor) * clock.factor) * 1000)
+def _patch_psycopg(module) -> None:
+    """Every query a psycopg cursor sends (execute, executemany, copy, stream, server cursors) passes _convert_query."""
+    from psycopg import sql
 
+    convert = module.BaseCursor._convert_query
 
-def _patch_redis(module) -> None:
-    clock = labtime.installed()
-    for name in ("PythonRespSerializer", "HiredisRespSerializer"):
-        serializer = getattr(module, name, None)
-        if serializer is None or getattr(serializer.pack, "_lab_clock", False):
-            continue
-        pack = serializer.pack
+    def _convert_query(self, query, params=None):
+        # As psycopg's own PostgresQuery turns them into bytes.
+        if isinstance(query, sql.Composable):
+            query = query.as_bytes(self._tx)
+        if isinstance(query, str):
+            query = query.encode(self._tx.encoding)
+        if isinstance(query, bytes):
+            query = sql_on_lab_clock(query)
+        return convert(self, query, params)
 
-        def scaled(self, *args, _pack=pack):
-            return _pack(self, *redis_args(clock, args))
-
-        scaled._lab_clock = True
-        serializer.pack = scaled
+    module.BaseCursor._convert_query = _convert_query
 
 
 def install() -> None:
-    """Convert Redis expiries in this process (already on the lab clock) from production to wall time."""
+    """Put this process's Redis commands and PostgreSQL queries (it is on the lab clock already) on the lab clock."""
     if labtime.installed() is not None:
-        afterimport.patch("redis.connection", _patch_redis)
+        redistime.install()
+        afterimport.patch("psycopg._cursor_base", _patch_psycopg)

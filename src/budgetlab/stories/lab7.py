@@ -173,9 +173,27 @@ class Outcome:
     effects: Effects
     deliveries: int
     ended: bool  # the upload reached a final state
+    runs_ended: int = 0  # deliveries whose run the workers logged as ended (returned, raised, retried, ...)
     first_alive_at_second: bool = False  # a second delivery arrived while the first run still worked
     ended_before_kill: bool = False  # the kill plan found no run still working to kill
+    killed: bool = False  # a worker was killed mid-run
+    deliveries_at_kill: int = 0  # deliveries that had come when the worker was killed
+    calls_at_kill: tuple[str, ...] = ()  # the upload's model calls billed by then, in order ("file-N")
     note: str = ""
+
+    @property
+    def later_deliveries(self) -> int:
+        """Deliveries that came after the kill."""
+        return self.deliveries - self.deliveries_at_kill if self.killed else 0
+
+    @property
+    def still_running(self) -> int:
+        """Deliveries whose run had not ended when the check looked (the killed run counts as ended)."""
+        return max(0, self.deliveries - self.runs_ended - (1 if self.killed else 0))
+
+    @property
+    def calls_after_kill(self) -> Counter:
+        return self.effects.model_calls - Counter(self.calls_at_kill) if self.killed else Counter()
 
 
 class Day:
@@ -231,7 +249,8 @@ class Day:
         from kontor.books.models import BulkUpload
 
         effects = read_effects(upload_id, self.call_log, calls_before)
-        return Outcome(effects=effects, deliveries=deliveries(self.logs(), task_id),
+        logs = self.logs()
+        return Outcome(effects=effects, deliveries=deliveries(logs, task_id), runs_ended=endings(logs, task_id),
                        ended=BulkUpload.objects.get(pk=upload_id).is_final, **notes)
 
     def run_once(self, files: int) -> Outcome:
@@ -309,6 +328,10 @@ class Day:
         if victim is None or endings(self.logs(), task_id):
             return self.outcome(upload.pk, task_id, before, ended_before_kill=True)
         victim.kill()
+        # Read after the kill: the killed run can bill no more, and no other worker has the message yet.
+        came = deliveries(self.logs(), task_id)
+        keys = {f"file-{n}" for n in range(1, files + 1)}
+        billed = tuple(key for key in calls(self.call_log)[before:] if key in keys)
         self.workers = [tree for tree in self.workers if tree is not victim]
         from budgetlab.inworker import clock
 
@@ -317,7 +340,104 @@ class Day:
             self.finish_runs(task_id, deliveries(self.logs(), task_id), run_wait(), killed=1)
         else:
             self.settle(task_id, run_wait(), killed=1)
-        return self.outcome(upload.pk, task_id, before)
+        return self.outcome(upload.pk, task_id, before, killed=True, deliveries_at_kill=came, calls_at_kill=billed)
+
+
+# What the checks say, built only from what a plan observed (tests/harness/test_lab7_symptoms.py reads each).
+
+def _times(count: int, one: str = "once") -> str:
+    return one if count == 1 else "twice" if count == 2 else f"{count} times"
+
+
+def model_calls(count: int) -> str:
+    return f"{count} model call{'' if count == 1 else 's'}"
+
+
+def _receipts(effects: Effects) -> str:
+    return f"{len(effects.documents)} of {effects.files} receipts stored"
+
+
+def how_it_came(outcome: Outcome, plan: str) -> str:
+    """Say how the plan's message came, as far as the workers' logs show: plan is once, redelivered, raced or killed."""
+    if plan == "redelivered" and outcome.deliveries >= 2:
+        return ("was handed out again while its first run still worked" if outcome.first_alive_at_second
+                else "was handed out again")
+    if plan == "raced" and outcome.deliveries >= 2:
+        return "reached two idle workers at the same moment"
+    if plan == "killed":
+        return "came again after its worker was killed" if outcome.later_deliveries else "lost its worker mid-job"
+    return "was sent once" if plan in ("once", "redelivered") else "was sent twice at once"
+
+
+def the_upload(outcome: Outcome, plan: str) -> str:
+    """Name a plan's upload by how its message came: "an upload whose message was sent once (delivered 1x)"."""
+    return f"an upload whose message {how_it_came(outcome, plan)} (delivered {outcome.deliveries}x)"
+
+
+def repeated(outcome: Outcome, plan: str) -> str:
+    """Return what was repeated or lost, in a customer's words, or '' when every file counted once."""
+    effects = outcome.effects
+    problems = []
+    if effects.duplicated_files:
+        problems.append(f"{len(effects.duplicated_files)} of its {effects.files} receipts were booked more than "
+                        f"once (e.g. {effects.duplicated_files[0]} {effects.documents[effects.duplicated_files[0]]}x)")
+    # Two letters are a duplicate however far the runs got; none is a loss only once the job ended.
+    if effects.letters > 1 or (effects.letters == 0 and outcome.ended):
+        problems.append(f"the customer got {effects.letters} letters")
+    if not problems:
+        return ""
+    return f"{the_upload(outcome, plan)}: " + ", ".join(problems)
+
+
+def where_it_stands(outcome: Outcome) -> str:
+    """Say the upload's state as the check left it: ended, or still open and whether a run still worked on it."""
+    status = outcome.effects.status
+    if outcome.ended:
+        return f"ended '{status}'"
+    if outcome.still_running:
+        return f"was still '{status}' with a run still working on it"
+    return f"was still '{status}' after every run of it had ended"
+
+
+def after_the_kill(outcome: Outcome) -> str:
+    """Say what the deliveries after a kill did, as the logs and the call log show it."""
+    later, billed = outcome.later_deliveries, sum(outcome.calls_after_kill.values())
+    if not later:
+        return "no delivery came after the kill"
+    came = f"the message came {_times(later)} more after the kill"
+    if outcome.still_running:
+        return f"{came}, {outcome.still_running} of those runs still working, {model_calls(billed)} billed since"
+    if not billed:
+        return f"{came}, and each of those runs ended without billing a model call"
+    return f"{came}; those runs billed {model_calls(billed)} and ended"
+
+
+def killed_left_open(outcome: Outcome) -> str:
+    """The killed plan's upload never reached a final state: how long, how far, and what came after the kill."""
+    return (f"an upload whose worker was killed mid-job was still '{outcome.effects.status}' {TAKEOVER // 3600} "
+            f"production hours later, with {_receipts(outcome.effects)}: {after_the_kill(outcome)}")
+
+
+def rebilled(outcome: Outcome) -> list[str]:
+    """Return the files billed before the kill, and finished then, that were billed again after it."""
+    finished = set(outcome.calls_at_kill[:-1])  # the last was in flight when the worker died
+    return sorted((key for key in outcome.calls_after_kill if key in finished), key=lambda key: int(key.split("-")[1]))
+
+
+def billed_again(outcome: Outcome) -> str:
+    """Say which files the runs after a kill billed again."""
+    effects, again = outcome.effects, rebilled(outcome)
+    said = (f": {', '.join(again)}, billed before the kill, {'was' if len(again) == 1 else 'were'} billed again "
+            "after it") if again else ""
+    return (f"an upload of {effects.files} files whose worker was killed mid-job billed "
+            f"{model_calls(effects.total_calls)}{said}")
+
+
+def ended_before_the_kill(outcome: Outcome) -> str:
+    """The kill plan found no run to kill: the first run had ended, leaving the upload as it stands."""
+    effects = outcome.effects
+    return (f"an upload's first run ended after {model_calls(effects.total_calls)}, before its worker could be killed "
+            f"mid-job, and left it '{effects.status}' with {_receipts(effects)}")
 
 
 def _make_shared_pieces(rig) -> None:
@@ -393,6 +513,13 @@ def start_with_long_budget(rig, kind: str = "budget", settings_module: str = SET
     return in_background(lambda: rig.start_worker([rig.queue()], [*MODULES, module], settings_module=settings_module,
                                                   extra_env={"PYTHONPATH": path}, log=folder / "worker.log"),
                          _attempt)
+
+
+def refused_how(attempt: StartAttempt) -> str:
+    """Say how a worker that never became ready ended, when that ending is one a deployment cannot read as a refusal."""
+    if attempt.returncode is None:
+        return "the worker never became ready, and it had not exited either: a deployment sees no refusal"
+    return f"the worker exited with status {attempt.returncode} before it was ready; a deployment reads that as success"
 
 
 def _attempt(tree, refused) -> StartAttempt:

@@ -52,6 +52,51 @@ def now() -> float:
 
 
 CHILD = "a child process's time.sleep"
+# Waits measured in a child process of their own, each printed as [production, wall] seconds: eventlet's
+# hub and multiprocessing's processes and semaphores stay out of the worker's own process.
+CHILD_WAITS = """
+import json, multiprocessing, queue, sys, time
+from budgetlab.inworker.labtime import wall_monotonic
+
+seconds, measured = float(sys.argv[1]), {}
+
+
+def measure(name, wait):
+    started, wall_started = time.monotonic(), wall_monotonic()
+    try:
+        wait()
+    except (queue.Empty, TimeoutError, multiprocessing.TimeoutError):
+        pass
+    except BaseException as exc:
+        if type(exc).__name__ != "Timeout":  # eventlet's
+            raise
+    measured[name] = [time.monotonic() - started, wall_monotonic() - wall_started]
+
+
+def eventlet_timeout():
+    import eventlet
+
+    with eventlet.Timeout(seconds):
+        eventlet.sleep(seconds * 100)
+
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("fork")
+    lock = context.Lock()
+    lock.acquire()
+    sleeper = context.Process(target=time.sleep, args=(seconds * 10_000,), daemon=True)
+    sleeper.start()
+    measure("multiprocessing Event.wait", lambda: context.Event().wait(seconds))
+    measure("multiprocessing Lock.acquire", lambda: lock.acquire(timeout=seconds))
+    measure("multiprocessing Queue.get", lambda: context.Queue().get(timeout=seconds))
+    measure("multiprocessing Process.join", lambda: sleeper.join(seconds))
+    sleeper.kill()
+    import eventlet
+
+    measure("eventlet.sleep", lambda: eventlet.sleep(seconds))
+    measure("eventlet.Timeout", eventlet_timeout)
+    print(json.dumps(measured))
+"""
 
 
 def _waits(seconds: float) -> tuple:
@@ -96,10 +141,45 @@ def _waits(seconds: float) -> tuple:
         return tuple(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                                text=True).stdout))
 
+    def child_waits():
+        return json.loads(subprocess.run([sys.executable, "-c", CHILD_WAITS, repr(seconds)], check=True,
+                                         capture_output=True, text=True).stdout)
+
+    held, let_go = threading.RLock(), threading.Event()
+
+    def hold():
+        with held:
+            let_go.wait()
+
+    def sigtimedwait():
+        # A real-time signal nobody sends: the wait can only end by its time-out.
+        signal.sigtimedwait([signal.SIGRTMIN + 2], seconds)
+
+    def pg_sleep_until():
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            # On wall time the target would be production seconds away: the guard (wall seconds) ends it.
+            cursor.execute("SET statement_timeout = '5s'")
+            try:
+                cursor.execute("SELECT pg_sleep_until(now() + make_interval(secs => %s))", [seconds])
+            except Exception:  # noqa: BLE001 - the guard's cancel: the measurement shows the wait was wall time
+                pass
+            finally:
+                cursor.execute("RESET statement_timeout")
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
     sleeper = threading.Thread(target=threading.Event().wait, daemon=True)
     sleeper.start()
+    def simple_queue_get():
+        try:
+            queue.SimpleQueue().get(timeout=seconds)
+        except queue.Empty:
+            pass
+
     # `right` stays open while they run: closed, it would make `left` readable at once.
-    return right, {
+    return (right, let_go), {
         "time.sleep": lambda: time.sleep(seconds),
         "Event.wait": lambda: threading.Event().wait(seconds),
         "Condition.wait": condition_wait,
@@ -110,7 +190,12 @@ def _waits(seconds: float) -> tuple:
         "socket timeout": receive,
         "asyncio.sleep": lambda: asyncio.run(asyncio.sleep(seconds)),
         "signal.setitimer": alarm,
+        "RLock.acquire": lambda: held.acquire(timeout=seconds),
+        "SimpleQueue.get": simple_queue_get,
+        "signal.sigtimedwait": sigtimedwait,
+        "pg_sleep_until": pg_sleep_until,
         CHILD: child,
+        CHILD_WAITS: child_waits,
     }
 
 
@@ -119,11 +204,17 @@ def _waits(seconds: float) -> tuple:
 def waits(seconds: float) -> dict:
     """Return, for each way of waiting, (production seconds by time.monotonic, wall seconds) it took."""
     measured = {}
-    _peer, ways = _waits(seconds)
-    for name, wait in ways.items():
-        started, wall_started = time.monotonic(), wall_monotonic()
-        own = wait()
-        measured[name] = own if name == CHILD else (time.monotonic() - started, wall_monotonic() - wall_started)
+    (_peer, let_go), ways = _waits(seconds)
+    try:
+        for name, wait in ways.items():
+            started, wall_started = time.monotonic(), wall_monotonic()
+            own = wait()
+            if name == CHILD_WAITS:
+                measured.update(own)
+            else:
+                measured[name] = own if name == CHILD else (time.monotonic() - started, wall_monotonic() - wall_started)
+    finally:
+        let_go.set()
     return measured
 
 
@@ -134,12 +225,49 @@ def readings() -> dict:
     from django.utils import timezone
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT extract(epoch FROM now()), extract(epoch FROM clock_timestamp())")
-        database_now, database_clock = cursor.fetchone()
+        # The SQL keywords, Django's Now() (STATEMENT_TIMESTAMP() on PostgreSQL) and a backend's own
+        # transaction start as pg_stat_activity shows it, each as a Unix timestamp.
+        cursor.execute("SELECT extract(epoch FROM now()), extract(epoch FROM clock_timestamp()), "
+                       "extract(epoch FROM CURRENT_TIMESTAMP), "
+                       "extract(epoch FROM LOCALTIMESTAMP AT TIME ZONE current_setting('TimeZone')), "
+                       "extract(epoch FROM timeofday()::timestamptz), "
+                       "(SELECT extract(epoch FROM xact_start) FROM pg_stat_activity WHERE pid = pg_backend_pid())")
+        database = [float(value) for value in cursor.fetchone()]
+    from django.db.models.functions import Now
+    from kontor.books.models import Company
+
+    django_now = Company.objects.annotate(at=Now()).values_list("at", flat=True).first()
+    client = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
+    seconds, micro = client.time()
+    lua_seconds, lua_micro = client.eval("return redis.call('TIME')", 0)
     return {"time.time": time.time(), "datetime.now": datetime.datetime.now().timestamp(),
             "datetime.utcnow": datetime.datetime.utcnow().replace(tzinfo=datetime.timezone.utc).timestamp(),
-            "timezone.now": timezone.now().timestamp(), "PostgreSQL now()": float(database_now),
-            "PostgreSQL clock_timestamp()": float(database_clock), "date.today": datetime.date.today().isoformat()}
+            "timezone.now": timezone.now().timestamp(), "PostgreSQL now()": database[0],
+            "PostgreSQL clock_timestamp()": database[1], "PostgreSQL CURRENT_TIMESTAMP": database[2],
+            "PostgreSQL LOCALTIMESTAMP": database[3], "PostgreSQL timeofday()": database[4],
+            "PostgreSQL pg_stat_activity": database[5], "Django Now()": django_now.timestamp(),
+            "Redis TIME": seconds + micro / 1e6, "Redis TIME in a Lua script": int(lua_seconds) + int(lua_micro) / 1e6,
+            "date.today": datetime.date.today().isoformat()}
+
+
+@app.task(name="probe.database_day")
+def database_day() -> dict:
+    """On a connection whose lab clock runs days ahead of wall time, return what its SQL says today is.
+
+    The session's own clock is a few production minutes ahead of wall
+    time, on the same date; this connection's anchor lies ten wall days
+    back, so its production date is years ahead and any part of SQL that
+    reads the server's own date shows it.
+    """
+    import psycopg
+
+    from budgetlab.inworker import clock, servertime
+
+    # The wall instant this process's production time stands for, ten days back.
+    options = servertime.connection_options(clock.factor(), clock.wall_time(time.time()) - 10 * 86400)
+    with psycopg.connect(os.environ["KONTOR_DATABASE_URL"], options=options, autocommit=True) as conn:
+        age, same_date = conn.execute("SELECT extract(epoch FROM age(now())), CURRENT_DATE = now()::date").fetchone()
+    return {"age(now())": float(age), "CURRENT_DATE is now()'s date": same_date}
 
 
 @app.task(name="probe.redis_expiry", soft_time_limit=20000, time_limit=21000)
@@ -156,3 +284,64 @@ def redis_expiry(seconds: float) -> dict:
     while client.exists(key):
         time.sleep(1.0)
     return {"lived": time.monotonic() - started}
+
+
+# Each way lab code sets a Redis key's expiry, every one `seconds` long.
+def _set_expiring(client, key: str, seconds: int) -> dict:
+    """Set one key per way of giving it an expiry; return {way: key}."""
+    keys = {}
+
+    def way(name):
+        keys[name] = f"{key}:{len(keys)}"
+        return keys[name]
+
+    client.set(way("SET EX"), "held", nx=True, ex=seconds)
+    client.eval("return redis.call('set', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])", 1, way("EVAL SET NX EX"), "held",
+                seconds)
+    client.eval("redis.call('set', KEYS[1], 'held'); return redis.call('pexpireat', KEYS[1], ARGV[1])", 1,
+                way("EVAL PEXPIREAT"), int((time.time() + seconds) * 1000))
+    expire = client.register_script("redis.call('set', KEYS[1], 'held'); return redis.call('expire', KEYS[1], ARGV[1])")
+    expire(keys=[way("register_script EXPIRE")], args=[seconds])
+    extended = client.lock(way("Lock.extend"), timeout=seconds / 2)
+    extended.acquire(blocking=False)
+    extended.extend(seconds / 2)
+    reacquired = client.lock(way("Lock.reacquire"), timeout=seconds)
+    reacquired.acquire(blocking=False)
+    reacquired.reacquire()
+
+    async def set_async():
+        import redis.asyncio
+
+        async_client = redis.asyncio.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
+        try:
+            await async_client.set(way("redis.asyncio SET EX"), "held", ex=seconds)
+        finally:
+            await async_client.aclose()
+
+    asyncio.run(set_async())
+    return keys
+
+
+@app.task(name="probe.redis_expiries", soft_time_limit=20000, time_limit=21000)
+def redis_expiries(seconds: int) -> dict:
+    """Give keys an expiry of `seconds` in every way lab code might; report their TTLs and how long each lived.
+
+    Each key is looked for every production second, for at most three
+    times its life: a key still there then lived on another clock.
+    """
+    client = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
+    started = time.monotonic()
+    keys = _set_expiring(client, f"probe:expiry:{os.getpid()}:{started}", seconds)
+    first = keys["SET EX"]
+    readings = {"TTL": client.ttl(first), "PTTL": client.pttl(first) / 1000,
+                "TTL in a Lua script": client.eval("return redis.call('ttl', KEYS[1])", 1, first),
+                "PTTL in a Lua script": client.eval("return redis.call('pttl', KEYS[1])", 1, first) / 1000,
+                "read after": time.monotonic() - started}
+    lived = {}
+    while len(lived) < len(keys) and time.monotonic() - started < 3 * seconds:
+        for name, key in keys.items():
+            if name not in lived and not client.exists(key):
+                lived[name] = time.monotonic() - started
+        time.sleep(1.0)
+    client.delete(*keys.values())
+    return {"readings": readings, "lived": {name: lived.get(name) for name in keys}}

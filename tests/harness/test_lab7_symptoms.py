@@ -1,0 +1,111 @@
+"""Each of lab 7's symptom sentences says only what its plan observed: who took what over, what was still held, what ran.
+
+One test per sentence family: it builds the observed state a plan can end
+in and reads the sentence budgetlab.stories.lab7 makes of it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from budgetlab.stories import lab7
+
+FILES = 6
+
+
+def _effects(status: str = "processing", stored: int = 2, letters: int = 0, calls: Counter | None = None,
+             twice: int = 0) -> lab7.Effects:
+    documents = Counter({f"beleg-{n:03d}.txt": 2 if n <= twice else 1 for n in range(1, stored + 1)})
+    return lab7.Effects(upload_id=1, files=FILES, status=status, items_done=stored, documents=documents,
+                        letters=letters, model_calls=calls if calls is not None else Counter())
+
+
+def _killed(later: int = 0, runs_ended: int = 0, after: list[str] = (), **effects) -> lab7.Outcome:
+    """The kill plan: the worker died as the run asked about file-3, `later` deliveries came after."""
+    at_kill = ("file-1", "file-2", "file-3")
+    calls = Counter(at_kill) + Counter(after)
+    return lab7.Outcome(effects=_effects(calls=calls, **effects), deliveries=1 + later, ended=False,
+                        runs_ended=runs_ended, killed=True, deliveries_at_kill=1, calls_at_kill=at_kill)
+
+
+def test_a_claim_still_held_after_a_kill_is_not_called_a_takeover():
+    """Issue 40: the redeliveries found the claim held and returned; no worker took the upload over."""
+    said = lab7.killed_left_open(_killed(later=2, runs_ended=2))
+    assert said.endswith("the message came twice more after the kill, and each of those runs ended without "
+                         "billing a model call"), said
+    assert "took it over" not in said and "2 of 6 receipts stored" in said, said
+
+
+def test_no_delivery_after_a_kill_says_so():
+    said = lab7.killed_left_open(_killed())
+    assert said.endswith("with 2 of 6 receipts stored: no delivery came after the kill"), said
+
+
+def test_a_run_still_working_after_the_kill_is_counted_with_what_it_billed():
+    said = lab7.after_the_kill(_killed(later=1, runs_ended=0, after=["file-3", "file-4"]))
+    assert said == "the message came once more after the kill, 1 of those runs still working, 2 model calls billed since"
+
+
+def test_runs_that_billed_after_the_kill_and_ended_say_how_much():
+    said = lab7.after_the_kill(_killed(later=3, runs_ended=3, after=["file-3"]))
+    assert said == "the message came 3 times more after the kill; those runs billed 1 model call and ended", said
+
+
+def test_files_billed_again_after_a_kill_are_named_but_not_the_one_in_flight():
+    outcome = _killed(later=1, runs_ended=1, after=["file-1", "file-3", "file-4", "file-5", "file-6"])
+    assert lab7.rebilled(outcome) == ["file-1"]
+    said = lab7.billed_again(outcome)
+    assert said == ("an upload of 6 files whose worker was killed mid-job billed 8 model calls: file-1, billed "
+                    "before the kill, was billed again after it"), said
+
+
+def test_repeated_receipts_name_how_the_message_came_as_observed():
+    """'handed out again while its first run still worked' only when the second delivery found the first alive."""
+    effects = _effects(status="completed", stored=FILES, letters=2, twice=FILES)
+    alive = lab7.Outcome(effects=effects, deliveries=2, ended=True, runs_ended=2, first_alive_at_second=True)
+    assert lab7.repeated(alive, "redelivered").startswith(
+        "an upload whose message was handed out again while its first run still worked (delivered 2x): 6 of its 6 "
+        "receipts were booked more than once (e.g. beleg-001.txt 2x), the customer got 2 letters")
+    after = lab7.Outcome(effects=effects, deliveries=2, ended=True, runs_ended=2)
+    assert lab7.repeated(after, "redelivered").startswith("an upload whose message was handed out again (delivered 2x)")
+    once = lab7.Outcome(effects=effects, deliveries=1, ended=True, runs_ended=1)
+    assert lab7.repeated(once, "redelivered").startswith("an upload whose message was sent once (delivered 1x)")
+    assert lab7.repeated(once, "raced").startswith("an upload whose message was sent twice at once (delivered 1x)")
+    raced = lab7.Outcome(effects=effects, deliveries=2, ended=True, runs_ended=2)
+    assert lab7.repeated(raced, "raced").startswith("an upload whose message reached two idle workers at the same")
+    killed = _killed(later=1, runs_ended=1, status="completed", stored=FILES, letters=1, twice=2)
+    assert lab7.repeated(killed, "killed").startswith("an upload whose message came again after its worker was killed")
+    assert lab7.repeated(_killed(twice=1), "killed").startswith("an upload whose message lost its worker mid-job")
+
+
+def test_no_letter_is_a_loss_only_once_the_upload_ended():
+    open_ = lab7.Outcome(effects=_effects(), deliveries=1, ended=False, runs_ended=0)
+    assert lab7.repeated(open_, "once") == ""
+    ended = lab7.Outcome(effects=_effects(status="completed", stored=FILES), deliveries=1, ended=True, runs_ended=1)
+    assert lab7.repeated(ended, "once").endswith("the customer got 0 letters")
+
+
+def test_an_open_upload_says_whether_a_run_still_worked_on_it():
+    effects = _effects()
+    assert lab7.where_it_stands(lab7.Outcome(effects=effects, deliveries=1, ended=False, runs_ended=0)) == (
+        "was still 'processing' with a run still working on it")
+    assert lab7.where_it_stands(lab7.Outcome(effects=effects, deliveries=1, ended=False, runs_ended=1)) == (
+        "was still 'processing' after every run of it had ended")
+    assert lab7.where_it_stands(_killed()) == "was still 'processing' after every run of it had ended"
+    done = lab7.Outcome(effects=_effects(status="failed"), deliveries=1, ended=True, runs_ended=1)
+    assert lab7.where_it_stands(done) == "ended 'failed'"
+
+
+def test_a_run_that_ended_before_the_kill_says_how_far_it_got():
+    outcome = lab7.Outcome(effects=_effects(status="failed", calls=Counter(["file-1"]), stored=1), deliveries=1,
+                           ended=True, runs_ended=1, ended_before_kill=True)
+    assert lab7.ended_before_the_kill(outcome) == (
+        "an upload's first run ended after 1 model call, before its worker could be killed mid-job, and left it "
+        "'failed' with 1 of 6 receipts stored")
+
+
+def test_a_worker_that_never_refused_is_not_said_to_have_refused():
+    assert lab7.refused_how(lab7.StartAttempt(started=False, returncode=None, output="")) == (
+        "the worker never became ready, and it had not exited either: a deployment sees no refusal")
+    assert lab7.refused_how(lab7.StartAttempt(started=False, returncode=0, output="")).startswith(
+        "the worker exited with status 0 before it was ready")
