@@ -372,12 +372,12 @@ def queryset_helpers(tree: ast.Module) -> frozenset[str]:
     return frozenset(found)
 
 
-def no_row_work(body: list[ast.stmt]) -> bool:
-    """True for a function body whose every call is plumbing, logging, a CSV or log write, or queueing a task.
+def row_work_call(call: ast.Call) -> bool:
+    """True for a call that does work a row could fail: neither plumbing, logging, a CSV or log write, nor queueing.
 
-    Called once per row, such a function has nothing a row could make fail
-    that isolation would save: `schedule(row)` that runs `send.delay(row.pk)`,
-    `write_row(writer, row)` that runs `writer.writerow([...])`.
+    A function none of whose calls is one, called once per row, has nothing
+    a row could make fail that isolation would save: `schedule(row)` that
+    runs `send.delay(row.pk)`, `write_row(writer, row)` that runs
+    `writer.writerow([...])`.
     """
-    calls = [node for statement in statements_in(body) for node in _own_nodes(statement) if type(node) is ast.Call]
-    return bool(calls) and not any(_effect_call(call) or (is_write(call) and not _enqueues(call)) for call in calls)
+    return _effect_call(call) or (is_write(call) and not _enqueues(call))

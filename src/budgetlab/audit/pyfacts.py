@@ -28,7 +28,7 @@ from budgetlab.audit.astshapes import (
     contains_raise,
     dotted,
     get_model_name,
-    no_row_work,
+    row_work_call,
     queryset_helpers,
     is_queryset,
     is_task_decorator,
@@ -73,7 +73,7 @@ class _Collector:
         module.role = module_role(module.path)
         self.models_module = is_models_module(module.path)
         self.class_bases_stack: list[list[str]] = []
-        self.outer_rows: frozenset[str] = frozenset()  # names the enclosing loops bind per iteration
+        self.loops: list[ast.AST] = []  # the enclosing loops of this function, whose names are bound per iteration
         self.pg = b"pg_stat" in source
         module.mentions_pg_stat = self.pg
         self.top = FunctionFacts("<module>", "<module>", 1, module)
@@ -117,15 +117,15 @@ class _Collector:
                 if model and type(node.target) is ast.Name:
                     self.function.local_types[node.target.id] = model
                 self.open_queryset_loops += recorded
-                saved_rows, self.outer_rows = self.outer_rows, self.outer_rows | _stored(node)
+                self.loops.append(node)
                 self.loop_body(node.body)
-                self.outer_rows = saved_rows
+                self.loops.pop()
                 self.open_queryset_loops -= recorded
                 self.body(node.orelse)
             elif kind is ast.While:
-                saved_rows, self.outer_rows = self.outer_rows, self.outer_rows | _stored(node)
+                self.loops.append(node)
                 self.loop_body(node.body, node.test)
-                self.outer_rows = saved_rows
+                self.loops.pop()
                 self.body(node.orelse)
             elif kind in TRIES:
                 self.try_statement(node, in_loop)
@@ -251,7 +251,7 @@ class _Collector:
         if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
             return 0
         # Names bound per row: the loop's target, whatever its body binds, and what enclosing loops bind.
-        rows = self.outer_rows | _stored(node)
+        rows = _stored(node).union(*map(_stored, self.loops))
         work, writes = loop_work(node.body, rows)
         if not work:
             return 0
@@ -438,11 +438,10 @@ class _Collector:
         self.pending = []
         self.class_methods = None
         saved_open, self.open_queryset_loops = self.open_queryset_loops, 0
-        saved_rows, self.outer_rows = self.outer_rows, frozenset()
-        facts.no_row_work = no_row_work(node.body)
+        saved_loops, self.loops = self.loops, []
         self.body(node.body)
         self.open_queryset_loops = saved_open
-        self.outer_rows = saved_rows
+        self.loops = saved_loops
         (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
         if facts.wraps_task and parent is not self.top:
             parent.wraps_task = True  # a decorator factory: the outer function is what code applies
@@ -590,6 +589,10 @@ class _Collector:
         func = node.func
         target = call_target(func)
         line = node.lineno
+        facts = self.function
+        facts.makes_calls = True
+        if row_work_call(node):
+            facts.row_work.append(target)
         if self.infer:
             self.note_write(node)
         if target is not None:

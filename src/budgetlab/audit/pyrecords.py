@@ -78,8 +78,11 @@ class FunctionFacts:
     soft_limit: str | None = None
     #: A decorator of the project's own was called with soft_time_limit=: the task's limit, once it resolves.
     decorator_soft_limit: bool = False
-    #: Only queues tasks, writes CSV or log lines, or builds collections: nothing a row could fail on.
-    no_row_work: bool = False
+    #: Makes a call anywhere in its body (nested functions aside).
+    makes_calls: bool = False
+    #: Call targets (None where a call names no function) of the calls that do work a row could fail
+    #: (astshapes.row_work_call): not plumbing, logging, a CSV or log write, or queueing a task.
+    row_work: list[Target | None] = field(default_factory=list)
     decorators: list[Target] = field(default_factory=list)  # resolved later: a project's own task decorators
     bulk_writes: list[tuple[int, str]] = field(default_factory=list)  # (line, first argument) of .bulk_update()/.bulk_create()
     local_types: dict[str, str] = field(default_factory=dict)  # name -> model class name, where known
@@ -91,6 +94,11 @@ class FunctionFacts:
     reference_queries: list[ReferenceQuery] = field(default_factory=list)
     events: list[tuple] = field(default_factory=list)  # pg_stat reads ("R"), clears ("C"), calls ("X")
     scopes: list[tuple[int, list[tuple]]] = field(default_factory=list)  # (line, events) per transaction
+
+    @property
+    def no_row_work(self) -> bool:
+        """Only queues tasks, writes CSV or log lines, or builds collections: nothing a row could fail on."""
+        return self.makes_calls and not self.row_work
 
 
 @dataclass(eq=False)

@@ -62,23 +62,28 @@ class Schedule:
     default_delay: bool = False
 
 
-def check_retries(sources, tree_of, modules: list[ModuleFacts]) -> list[Finding]:
+def check_retries(readers: dict, expiring: set[str], sources, tree_of, modules: list[ModuleFacts]) -> list[Finding]:
     """Findings of BL008 over every audited module taken together.
 
+    readers maps the display path of each module that mentions a retry to
+    its ModuleReader, and expiring holds the names sent with `expires=`
+    (expiring_sends), both made while each module's tree was at hand.
     sources maps each module's display path to (bytes, task decorators from
-    its config); tree_of(display) parses a module (once). Only modules that
-    mention a retry, or an expiry, are read; callers of a helper that
-    raises Retry are found through the modules' facts.
+    its config) and tree_of(display) parses a module again: callers of a
+    helper that raises Retry are found through the modules' facts, and only
+    those callers' modules are read a second time.
     """
-    readers = {display: ModuleReader(display, tree_of(display), decorators)
-               for display, (data, decorators) in sources.items() if b"retry" in data}
-    expiring = _expiring_sends(sources, tree_of)
     findings = []
     for reader in readers.values():
         for task in reader.tasks:
             findings.extend(_judge_task(reader, task, expiring))
     findings.extend(swallowed(readers, sources, tree_of, modules))
     return findings
+
+
+def reads_module(data: bytes) -> bool:
+    """True for a module BL008 reads through a ModuleReader: one that mentions a retry."""
+    return b"retry" in data
 
 
 # Schedules -----------------------------------------------------------------
@@ -274,21 +279,20 @@ def _overload(names) -> str | None:
 # Small readers ---------------------------------------------------------------
 
 
-def _expiring_sends(sources: dict, tree_of) -> set[str]:
-    """Names of the tasks some call sends with `expires=` (`task.apply_async(..., expires=60)`), and their names as sent."""
+def expiring_sends(tree: ast.Module, data: bytes) -> set[str]:
+    """Names of the tasks a module sends with `expires=` (`task.apply_async(..., expires=60)`), and their names as sent."""
     names: set[str] = set()
-    for display, (data, _) in sources.items():
-        if b"expires" not in data:
-            continue
-        for node in ast.walk(tree_of(display)):
-            if type(node) is ast.Call and any(keyword.arg == "expires" for keyword in node.keywords):
-                root = node.func
-                while type(root) in (ast.Attribute, ast.Call):
-                    root = root.value if type(root) is ast.Attribute else root.func
-                if type(root) is ast.Name:
-                    names.add(root.id)
-                if node.args and type(node.args[0]) is ast.Constant and isinstance(node.args[0].value, str):
-                    names.add(node.args[0].value)  # send_task("app.tasks.answer", ..., expires=...)
+    if b"expires" not in data:
+        return names
+    for node in ast.walk(tree):
+        if type(node) is ast.Call and any(keyword.arg == "expires" for keyword in node.keywords):
+            root = node.func
+            while type(root) in (ast.Attribute, ast.Call):
+                root = root.value if type(root) is ast.Attribute else root.func
+            if type(root) is ast.Name:
+                names.add(root.id)
+            if node.args and type(node.args[0]) is ast.Constant and isinstance(node.args[0].value, str):
+                names.add(node.args[0].value)  # send_task("app.tasks.answer", ..., expires=...)
     return names
 
 
