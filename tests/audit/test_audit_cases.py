@@ -61,6 +61,25 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "retry_helper_elsewhere": [("billing/tasks.py", 11, "BL008", "its `task.retry()` at providers.py:10")],
     # Retry options from module-level dicts, through a decorator made once at the top of the module.
     "retry_options_dict": [("tasks.py", 10, "BL008", "fresh 60 s time_limit")],
+    # Issue 42: values followed as a reviewer follows them. A loop over a local name bound to a queryset
+    # yields rows of its model: their methods resolve, the catch-all in one is found and isolates the row.
+    "queryset_name": [("hooks/models.py", 12, "BL002", "`HookLog.retry`, run per item by task `retry_failed_hooks`"),
+                      ("hooks/tasks.py", 16, "BL003", "`for log in stale.order_by('pk').iterator()`")],
+    # The same model reached through apps.get_model, bound to a name or called inline, never imported.
+    "get_model_manager": [("hooks/models.py", 12, "BL002", "`HookLog.retry`, run per item by task"),
+                          ("webhooks/tasks.py", 22, "BL003", "`for log in stale` in task `close_stale_hooks`")],
+    # A helper isolates each item when its work goes to a helper with a catch-all, two calls down; three calls
+    # down is past the depth, and a write the helper does itself is not isolated.
+    "isolation_in_helpers": [("tasks.py", 41, "BL003", "task `send_digests_again`"),
+                             ("tasks.py", 47, "BL003", "task `send_reminders`")],
+    # A try around the whole loop still stops at the first row that raises; the message names it.
+    "try_around_loop": [("tasks.py", 14, "BL003", "the `except Exception` at line 16 is around the whole loop")],
+    # Reshaping in memory (through a helper) and writing CSV rows is no per-row work; a save is.
+    "no_row_work_loop": [("tasks.py", 27, "BL003", "task `export_and_mark_orders`")],
+    # A narrow except names one failure, and a catch-all that re-raises stops the loop: neither isolates.
+    "narrow_except": [("tasks.py", 34, "BL003", "task `charge_cards`"),
+                      ("tasks.py", 44, "BL003", "task `charge_through_helper`"),
+                      ("tasks.py", 56, "BL003", "task `charge_through_loud_helper`")],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"
@@ -82,6 +101,8 @@ SHARED: dict[str, dict[str, str]] = {
     "reference_inferred": _BOOKS,
     "reference_copied": _BOOKS,
     "reference_no_evidence": _BOOKS,
+    "queryset_name": {"hooks/models.py": "hooks_models.py"},
+    "get_model_manager": {"hooks/models.py": "hooks_models.py"},
 }
 
 

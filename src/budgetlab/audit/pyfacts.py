@@ -21,6 +21,7 @@ from budgetlab.audit.astshapes import (
     FUNCTIONS,
     LOOPS,
     MANAGERS,
+    QUERYSET_STEPS,
     TRIES,
     call_target,
     BULK_WRITES,
@@ -28,15 +29,15 @@ from budgetlab.audit.astshapes import (
     contains_raise,
     dotted,
     get_model_name,
-    row_work_call,
+    effect_call,
+    is_row_write,
+    isolates,
     queryset_helpers,
     is_queryset,
     is_task_decorator,
     is_transaction,
-    isolated,
     loop_work,
     manager_access,
-    single_helper,
     terminal_name,
 )
 from budgetlab.audit.pyrecords import (
@@ -80,7 +81,14 @@ class _Collector:
         module.functions.append(self.top)
         self.function = self.top
         self.loop_depth = 0
-        self.queryset_names: set[str] = set()
+        # Local names bound to a queryset -> the model whose rows it yields, where known.
+        self.queryset_names: dict[str, str | None] = {}
+        # Those of them bound to one row's relation (`lines = invoice.lines.all()`), not a queryset of their own.
+        self.relation_names: set[str] = set()
+        # The `try` statements whose body is being walked, innermost last: (first handler's label, its line).
+        self.tries: list[tuple[str, int]] = []
+        # How many try statements with a handler that isolates enclose the statement being walked.
+        self.covering = 0
         self.pg_names: dict[str, str] = {}
         self.stle_names = {"SoftTimeLimitExceeded"}
         self.active: list[list[tuple]] = [self.top.events] if self.pg else []
@@ -111,7 +119,7 @@ class _Collector:
                 recorded = self.queryset_loop(node)
                 for name in ast.walk(node.target):  # the loop rebinds its target names
                     if type(name) is ast.Name:
-                        self.queryset_names.discard(name.id)
+                        self.queryset_names.pop(name.id, None)
                         self.function.local_types.pop(name.id, None)
                 model = self.model_of(node.iter)
                 if model and type(node.target) is ast.Name:
@@ -155,6 +163,13 @@ class _Collector:
             else:
                 for child in ast.iter_child_nodes(node):
                     self.expr(child, in_loop)
+                if kind is ast.Expr:
+                    value = node.value
+                    if type(value) is ast.Await:
+                        value = value.value
+                    if type(value) is ast.Call and not self.covering and effect_call(value) \
+                            and not is_row_write(value):
+                        self.function.work.append((call_target(value.func), False))
         finally:
             self.class_methods = in_class_body
 
@@ -173,7 +188,18 @@ class _Collector:
                 events.extend(segment)
 
     def try_statement(self, node, in_loop: bool) -> None:
-        self.body(node.body)
+        covering = any(isolates(handler) for handler in node.handlers)
+        if covering:
+            # Work anywhere in this statement is isolated; only work outside such statements is noted.
+            self.function.isolating_try = True
+            self.covering += 1
+        if node.handlers:
+            first = node.handlers[0]
+            self.tries.append((self.handler_label(first), first.lineno))
+            self.body(node.body)
+            self.tries.pop()
+        else:
+            self.body(node.body)
         time_limit_let_through = False
         for handler in node.handlers:
             if handler.type is not None:
@@ -195,10 +221,10 @@ class _Collector:
             if catches_soft_limit and raises:
                 time_limit_let_through = True
             self.body(handler.body)
-        if node.handlers:
-            self.function.has_try_handler = True
         self.body(node.orelse)
         self.body(node.finalbody)
+        if covering:
+            self.covering -= 1
 
     def exception_names(self, node: ast.expr | None) -> set[str]:
         if node is None:
@@ -248,14 +274,13 @@ class _Collector:
         A loop inside one already recorded is part of the same nest: the
         outer loop's finding covers it.
         """
-        if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
+        if self.open_queryset_loops or not self.is_queryset(node.iter):
             return 0
         # Names bound per row: the loop's target, whatever its body binds, and what enclosing loops bind.
         rows = _stored(node).union(*map(_stored, self.loops))
-        work, writes = loop_work(node.body, rows)
-        if not work:
-            return 0
-        helper = single_helper(node.body)
+        work, bare, writes = loop_work(node.body, rows)
+        if not bare:
+            return 0  # no work, or all of it inside a try that isolates the row
         end = node.iter.end_lineno or node.lineno
         related = self.model_of(node.iter) is None and not self.names_queryset(node.iter)
         # Names whose rows the loop could be gathering: its own source and lists it appends to.
@@ -265,7 +290,8 @@ class _Collector:
                 if type(inner.func.value) is ast.Name:
                     gathered.add(inner.func.value.id)
         self.function.queryset_loops.append(
-            QuerysetLoop(node.lineno, node.col_offset + 1, node, helper, writes, end, related, frozenset(gathered))
+            QuerysetLoop(node.lineno, node.col_offset + 1, node, tuple(bare), writes, end, related, frozenset(gathered),
+                         self.tries[-1] if self.tries else None)
         )
         return 1
 
@@ -290,14 +316,20 @@ class _Collector:
             if self.helper_queryset(node):
                 return True
             node = node.func if type(node) is ast.Call else node.value
-        return type(node) is ast.Name and node.id in self.queryset_names
+        return type(node) is ast.Name and node.id in self.queryset_names and node.id not in self.relation_names
 
     def model_of(self, node: ast.AST) -> str | None:
         """The model class a Model.objects... chain reads (through an `apps.get_model` name too), or None."""
         manager, _ = manager_access(node)
         if manager is None:
-            return None
-        name = terminal_name(manager.value)
+            # `invoices.filter(...)` where `invoices = Invoice.objects...`: the model the name's queryset yields.
+            while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+                node = node.func if type(node) is ast.Call else node.value
+            return self.queryset_names.get(node.id) if type(node) is ast.Name and self.queryset_names else None
+        base = manager.value
+        if type(base) is ast.Call:
+            return get_model_name(base)  # apps.get_model("hooks", "HookLog").objects...
+        name = terminal_name(base)
         return self.function.model_aliases.get(name) or self.top.model_aliases.get(name) or name
 
     def row_model(self, value: ast.AST) -> str | None:
@@ -327,9 +359,14 @@ class _Collector:
             else:
                 self.function.local_types.pop(name, None)
             if value is not None and self.is_queryset(value):
-                self.queryset_names.add(name)
+                model = self.model_of(value)
+                if model is None and not self.names_queryset(value) and _relation(value):
+                    self.relation_names.add(name)
+                else:
+                    self.relation_names.discard(name)
+                self.queryset_names[name] = model
             else:
-                self.queryset_names.discard(name)
+                self.queryset_names.pop(name, None)
             if self.pg and value is not None:
                 text = self.pg_text(value)
                 if text:
@@ -428,10 +465,14 @@ class _Collector:
             self.module.has_tasks = True
         self.module.functions.append(facts)
 
-        saved = (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods)
+        saved = (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods,
+                 self.tries, self.relation_names)
         self.function = facts
         self.loop_depth = 0
-        self.queryset_names = set()
+        self.queryset_names = {}
+        self.relation_names = set()
+        self.tries = []
+        saved_covering, self.covering = self.covering, 0
         # Events are kept where pg_stat is mentioned, and for @atomic functions,
         # whose whole body is one transaction that may call readers elsewhere.
         self.active = [facts.events] if self.pg or facts.is_atomic else []
@@ -442,7 +483,9 @@ class _Collector:
         self.body(node.body)
         self.open_queryset_loops = saved_open
         self.loops = saved_loops
-        (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
+        self.covering = saved_covering
+        (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods,
+         self.tries, self.relation_names) = saved
         if facts.wraps_task and parent is not self.top:
             parent.wraps_task = True  # a decorator factory: the outer function is what code applies
 
@@ -591,8 +634,12 @@ class _Collector:
         line = node.lineno
         facts = self.function
         facts.makes_calls = True
-        if row_work_call(node):
-            facts.row_work.append(target)
+        if is_row_write(node):
+            facts.row_work.append((target, True))
+            if not self.covering:
+                facts.work.append((target, True))
+        elif effect_call(node):
+            facts.row_work.append((target, False))
         if self.infer:
             self.note_write(node)
         if target is not None:
@@ -638,6 +685,19 @@ class _Collector:
             self.pending.append((*position, ("C",)))
         if any(name not in PG_NOT_READS and not name.endswith("_reset") and "_reset_" not in name for name in names):
             self.pending.append((*position, ("R", call.lineno, call.col_offset + 1)))
+
+
+def _relation(node: ast.AST) -> bool:
+    """True for a chain that starts from an attribute of a name (`invoice.lines.all()`): one row's relation.
+
+    A chain whose first step off the name is a queryset method
+    (`invoices.filter(...)`, on a queryset handed in) is a queryset of its own.
+    """
+    while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+        if type(node) is ast.Attribute and type(node.value) is ast.Name:
+            return node.attr not in QUERYSET_STEPS
+        node = node.func if type(node) is ast.Call else node.value
+    return False
 
 
 def _stored(node: ast.AST) -> frozenset[str]:

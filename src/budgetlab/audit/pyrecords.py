@@ -32,16 +32,19 @@ class Handler:
 
 @dataclass(slots=True)
 class QuerysetLoop:
-    """A for loop over a queryset whose body does work without any try/except."""
+    """A for loop over a queryset whose body does work without a try/except that isolates a row."""
 
     line: int
     column: int
     loop: ast.AST  # the For node's target and iter, unparsed only when reported
-    helper: Target | None  # call target when the body is a single call
+    #: Each call in the body that does work on a row: (its call target, or None; whether it writes).
+    work: tuple[tuple[Target | None, bool], ...] = ()
     writes: bool = False  # the body calls .save(), .delete(), .create()... itself
     end_line: int = 0  # last line of the `for ... :` header
     related: bool = False  # over one row's relation (`invoice.lines.all()`), not a queryset of its own
     gathered: frozenset[str] = frozenset()  # the loop's source name and the lists it appends to
+    #: The innermost `try` of the function around the whole loop: (its first handler, as written; that line).
+    enclosing_try: tuple[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -71,7 +74,8 @@ class FunctionFacts:
     autocommit: bool = False
     opens_connection: bool = False  # psycopg.connect() without autocommit: a transaction of its own
     manual_transaction: bool = False  # set_autocommit(False) on a shared connection
-    has_try_handler: bool = False
+    #: Holds a try whose handler catches every error and goes on (astshapes.isolates).
+    isolating_try: bool = False
     #: Calls a task decorator in its body (app.task(...), shared_task(...)): a decorator of the project's own.
     wraps_task: bool = False
     #: Where this task's own soft limit is set ("decorator", "class"), or None.
@@ -80,9 +84,11 @@ class FunctionFacts:
     decorator_soft_limit: bool = False
     #: Makes a call anywhere in its body (nested functions aside).
     makes_calls: bool = False
-    #: Call targets (None where a call names no function) of the calls that do work a row could fail
-    #: (astshapes.row_work_call): not plumbing, logging, a CSV or log write, or queueing a task.
-    row_work: list[Target | None] = field(default_factory=list)
+    #: Every call that does something a row could fail (astshapes.effect_call, or a write): not plumbing,
+    #: logging, a CSV or log write, or queueing a task; as (its call target or None, whether it writes).
+    row_work: list[tuple[Target | None, bool]] = field(default_factory=list)
+    #: The work of its statements: calls made for their effect and writes, as (call target or None, writes).
+    work: list[tuple[Target | None, bool]] = field(default_factory=list)
     decorators: list[Target] = field(default_factory=list)  # resolved later: a project's own task decorators
     bulk_writes: list[tuple[int, str]] = field(default_factory=list)  # (line, first argument) of .bulk_update()/.bulk_create()
     local_types: dict[str, str] = field(default_factory=dict)  # name -> model class name, where known
