@@ -80,6 +80,26 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "narrow_except": [("tasks.py", 34, "BL003", "task `charge_cards`"),
                       ("tasks.py", 44, "BL003", "task `charge_through_helper`"),
                       ("tasks.py", 56, "BL003", "task `charge_through_loud_helper`")],
+    # Hard limits count: a pool that applies neither limit drops a hard limit set in the settings, with the
+    # pool chosen by a shell default the Dockerfile sets again and by a Helm default.
+    "pool_hard_limit": [
+        ("chart/templates/worker.yaml", 8, "BL006",
+         "solo pool (the default of {{ .Values.worker.pool | default 'solo' }}), which applies neither time limit: "
+         "the hard limit of 43200 s (setting at settings.py:2) never applies"),
+        ("docker/entrypoint.sh", 2, "BL006",
+         "solo pool (POOL set at Dockerfile:2), which applies neither time limit: "
+         "the hard limit of 43200 s (setting at settings.py:2) never applies"),
+    ],
+    # gevent applies the hard limit: with no soft limit declared, it drops nothing.
+    "pool_hard_limit_gevent": [],
+    # Limits from decorators and a worker flag; the message says which of the two each pool drops.
+    "pool_decorator_limits": [
+        ("worker.sh", 3, "BL006", "threads pool, which applies neither time limit: the soft limit of 45 s "
+                                  "(task `answer_question`) and 3 hard limits (e.g. 600 s, task `export_ledger`) "
+                                  "never apply"),
+        ("worker.sh", 5, "BL006", "gevent pool, which applies only the hard limit: the soft limit of 45 s "
+                                  "(task `answer_question`) never applies"),
+    ],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"

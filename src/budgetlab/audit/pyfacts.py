@@ -49,7 +49,8 @@ from budgetlab.audit.pyrecords import (
     ReferenceQuery,
 )
 from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, literal_rows, module_role
-from budgetlab.audit.soft_limits import setting_line
+from budgetlab.audit.soft_limits import hard_setting, setting, NAMES as SOFT_NAMES
+from budgetlab.audit.task_options import module_constants, number
 
 PG_NAME = re.compile(r"pg_stat\w*")
 PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
@@ -96,6 +97,7 @@ class _Collector:
         self.class_methods: dict[str, FunctionFacts] | None = None
         self.class_name: str | None = None
         self.task_class = False
+        self.constants: dict[str, float] = {}
 
     # Statements -----------------------------------------------------------
 
@@ -384,6 +386,22 @@ class _Collector:
         ]
         return " ".join(parts)
 
+    def limits(self, given: list, facts: FunctionFacts) -> None:
+        """Note the soft_time_limit and time_limit that decorator keywords or class attributes give a task.
+
+        A value of None sets no limit; one the audit cannot read is kept as
+        None seconds: the limit is there, its number unknown.
+        """
+        for item in given:
+            if type(item) is ast.keyword:
+                names, value = [item.arg], item.value
+            else:
+                names, value = [target.id for target in item.targets if type(target) is ast.Name], item.value
+            for name in names:
+                kind = "soft" if name == "soft_time_limit" else "hard" if name == "time_limit" else None
+                if kind and not (type(value) is ast.Constant and value.value is None):
+                    facts.limits[kind] = number(value, self.constants)
+
     def imports(self, node) -> None:
         table = self.module.imports
         if type(node) is ast.Import:
@@ -427,12 +445,10 @@ class _Collector:
             last = name[-1]
             if is_task_decorator(name) or last in self.task_decorators:
                 facts.is_task = True
-                if type(decorator) is ast.Call and any(
-                    keyword.arg == "soft_time_limit"
-                    and not (type(keyword.value) is ast.Constant and keyword.value.value is None)
-                    for keyword in decorator.keywords
-                ):
-                    facts.soft_limit = "decorator"
+                if type(decorator) is ast.Call:
+                    self.limits(decorator.keywords, facts)
+                    if "soft" in facts.limits:
+                        facts.soft_limit = "decorator"
             elif last in CACHE_DECORATORS:
                 facts.is_cached = True
             elif last == "atomic":
@@ -441,10 +457,10 @@ class _Collector:
                 target = call_target(called)
                 if target is not None:
                     facts.decorators.append(target)
-                    if type(decorator) is ast.Call and any(
-                        keyword.arg == "soft_time_limit" for keyword in decorator.keywords
-                    ):
-                        facts.decorator_soft_limit = True
+                    if type(decorator) is ast.Call:
+                        self.limits(decorator.keywords, facts)
+                        facts.decorator_soft_limit = any(
+                            keyword.arg == "soft_time_limit" for keyword in decorator.keywords)
         for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             annotation = argument.annotation
             if type(annotation) is ast.Constant and type(annotation.value) is str:
@@ -521,8 +537,11 @@ class _Collector:
         is_task_class = self.task_class
         self.class_bases_stack.pop()
         self.class_methods, self.class_name, self.task_class = saved
-        if is_task_class and "run" in methods and _sets_soft_limit(node.body):
-            methods["run"].soft_limit = "class"
+        if is_task_class and "run" in methods:
+            run = methods["run"]
+            self.limits([statement for statement in node.body if type(statement) is ast.Assign], run)
+            if "soft" in run.limits:
+                run.soft_limit = "class"
         if self.function is self.top and any(method.wraps_task for method in methods.values()):
             # A class whose instances wrap app.task: applying it as a decorator makes a task.
             self.module.top_defs.setdefault(
@@ -705,16 +724,6 @@ def _stored(node: ast.AST) -> frozenset[str]:
     return frozenset(name.id for name in ast.walk(node) if type(name) is ast.Name and type(name.ctx) is ast.Store)
 
 
-def _sets_soft_limit(body: list[ast.stmt]) -> bool:
-    """True when a class body assigns soft_time_limit a value other than None."""
-    for statement in body:
-        if type(statement) is ast.Assign and any(
-            type(target) is ast.Name and target.id == "soft_time_limit" for target in statement.targets
-        ):
-            return not (type(statement.value) is ast.Constant and statement.value.value is None)
-    return False
-
-
 def collect(
     tree: ast.Module,
     path: Path,
@@ -725,10 +734,19 @@ def collect(
 ) -> ModuleFacts:
     """Facts of one parsed module."""
     module = ModuleFacts(path, display)
-    module.soft_limit_setting = setting_line(tree, source)
+    if b"oft_time_limit" in source or b"OFT_TIME_LIMIT" in source:
+        line, value = setting(tree, SOFT_NAMES)
+        if line:
+            module.soft_limit_setting = line
+            module.limit_settings["soft"] = (line, number(value, module_constants(tree)))
+    line, value = hard_setting(tree, source)
+    if line:
+        module.limit_settings["hard"] = (line, number(value, module_constants(tree)))
     if b"objects" in source or b"get_queryset" in source:
         module.queryset_helpers = queryset_helpers(tree)
     collector = _Collector(module, reference_models, source, task_decorators)
+    # Numbers a task's limits may name (`time_limit=EXPORT_BUDGET`); read only where a limit is written.
+    collector.constants = module_constants(tree) if b"time_limit" in source else {}
     collector.body(tree.body)
     for classes_methods in module.classes.values():
         for facts in classes_methods.values():

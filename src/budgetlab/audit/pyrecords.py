@@ -82,6 +82,8 @@ class FunctionFacts:
     soft_limit: str | None = None
     #: A decorator of the project's own was called with soft_time_limit=: the task's limit, once it resolves.
     decorator_soft_limit: bool = False
+    #: The limits its decorator or Task class sets: "soft" and "hard" -> seconds, or None where unreadable.
+    limits: dict[str, float | None] = field(default_factory=dict)
     #: Makes a call anywhere in its body (nested functions aside).
     makes_calls: bool = False
     #: Every call that does something a row could fail (astshapes.effect_call, or a write): not plumbing,
@@ -122,6 +124,8 @@ class ModuleFacts:
     mentions_pg_stat: bool = False
     #: Line of a project-wide soft time limit (task_soft_time_limit, CELERY_TASK_SOFT_TIME_LIMIT), or 0.
     soft_limit_setting: int = 0
+    #: The project-wide limits the module sets: "soft" and "hard" -> (line, seconds or None where unreadable).
+    limit_settings: dict[str, tuple[int, float | None]] = field(default_factory=dict)
     #: Module-level name -> the call target of the class it holds an instance of (`retry = retryable_task()`).
     instances: dict[str, Target] = field(default_factory=dict)
     #: Functions and methods whose return value is a queryset (`return Invoice.objects.filter(...)`).

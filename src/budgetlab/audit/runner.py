@@ -14,7 +14,7 @@ from budgetlab.audit.launch_values import LaunchValues
 from budgetlab.audit.noqa import silenced
 from budgetlab.audit.pyfacts import collect
 from budgetlab.audit.rules_launch import check_launch_file
-from budgetlab.audit.rules_pool import DROPS, declared_soft_limits, launch_pools, message, pool_settings
+from budgetlab.audit.rules_pool import DROPS, declared_limits, dropped, launch_pools, message, pool_settings
 from budgetlab.audit.rules_python import check_python
 from budgetlab.audit.retry_sites import ModuleReader
 from budgetlab.audit.rules_redelivery import judge, new_project, read_module
@@ -82,6 +82,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
     readers: dict[str, ModuleReader] = {}
     expiring: set[str] = set()
     worker_limits: list[str] = []
+    hard_flags: list[tuple[str, float | None]] = []
     modules = []
     python_sources: dict[str, tuple[bytes, object]] = {}
     pools: list[tuple[Finding, str, object]] = []  # BL006 candidates: where a worker picks its pool, and which
@@ -120,7 +121,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
         else:
             pools.extend((finding, pool, config) for finding, pool in launch_pools(display, text, kind))
             values.read(display, text, kind)
-            findings = check_launch_file(display, text, kind, worker_limits)
+            findings = check_launch_file(display, text, kind, worker_limits, hard_flags)
             if "BL001" in config.enabled and findings:
                 result.findings.extend(findings)
                 result.sources[display] = text.splitlines()
@@ -138,14 +139,14 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             if any(silenced(line, finding.code) for line in statement):
                 continue
             result.findings.append(_character_column(finding, statement[0] if statement else ""))
-    result.findings.extend(_pool_findings(pools, values, modules, worker_limits, python_sources, result))
+    result.findings.extend(_pool_findings(pools, values, modules, (worker_limits, hard_flags), python_sources, result))
     result.findings = sorted(set(result.findings))
     result.skipped.sort()
     return result
 
 
-def _pool_findings(pools, values, modules, worker_limits, python_sources, result) -> list[Finding]:
-    """BL006: each worker on a pool that drops the limits, once the tree declares soft limits at all.
+def _pool_findings(pools, values, modules, flags, python_sources, result) -> list[Finding]:
+    """BL006: each worker on a pool that drops a limit the tree declares.
 
     A pool named through a variable or a Helm value counts with each value a launch file gives it.
     """
@@ -156,9 +157,12 @@ def _pool_findings(pools, values, modules, worker_limits, python_sources, result
         dropping = [(pool, source) for pool, source in values.resolve(word) if pool in DROPS]
         if dropping:
             chosen.append((finding, dropping[0]))
-    declared = declared_soft_limits(modules, worker_limits) if chosen else []
+    declared = declared_limits(modules, *flags) if chosen else []
     found = []
-    for finding, (pool, source) in chosen if declared else []:
+    for finding, (pool, source) in chosen:
+        limits = dropped(pool, declared)
+        if not limits:
+            continue
         if finding.path in python_sources:
             lines = result.sources.get(finding.path)
             if lines is None:
@@ -167,7 +171,7 @@ def _pool_findings(pools, values, modules, worker_limits, python_sources, result
                 continue
         else:
             result.sources.setdefault(finding.path, [])
-        found.append(dataclasses.replace(finding, message=message(finding.message, pool, declared, source)))
+        found.append(dataclasses.replace(finding, message=message(finding.message, pool, limits, source)))
     return found
 
 

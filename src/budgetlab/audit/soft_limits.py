@@ -1,4 +1,4 @@
-"""Where Celery's project-wide soft time limit is set, and which tasks a setting reaches.
+"""Where Celery's project-wide time limits are set, and which tasks a setting reaches.
 
 Only Celery's own ways of setting it count: a module-level assignment of
 `task_soft_time_limit` (or `CELERY_TASK_SOFT_TIME_LIMIT`, or the pre-4.0
@@ -7,7 +7,8 @@ Only Celery's own ways of setting it count: a module-level assignment of
 A class attribute of the same name (a REST framework serializer field, a
 form field), a dict key in any other dict, or a value that only reads the
 setting set nothing, so they are passed over. A value of None or 0, or one
-read from the environment with no default, sets no limit either.
+read from the environment with no default, sets no limit either. The hard
+limit (`task_time_limit`, `CELERY_TASK_TIME_LIMIT`) is read the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ast
 from pathlib import Path
 
 NAMES = frozenset({"task_soft_time_limit", "CELERY_TASK_SOFT_TIME_LIMIT", "CELERYD_TASK_SOFT_TIME_LIMIT"})
+HARD_NAMES = frozenset({"task_time_limit", "CELERY_TASK_TIME_LIMIT", "CELERYD_TASK_TIME_LIMIT"})
 # Files of a Django project package: its settings reach the apps beside the package, not only its own folder.
 _PROJECT_PACKAGE_FILES = ("urls.py", "wsgi.py", "asgi.py")
 
@@ -24,29 +26,41 @@ def setting_line(tree: ast.Module, source: bytes) -> int:
     """Line of the first statement that sets a soft limit for every task, or 0."""
     if b"oft_time_limit" not in source and b"OFT_TIME_LIMIT" not in source:
         return 0
+    return setting(tree, NAMES)[0]
+
+
+def hard_setting(tree: ast.Module, source: bytes) -> tuple[int, ast.expr | None]:
+    """(line, value) of the first statement that sets a hard limit for every task, or (0, None)."""
+    if b"ask_time_limit" not in source and b"ASK_TIME_LIMIT" not in source:
+        return 0, None
+    return setting(tree, HARD_NAMES)
+
+
+def setting(tree: ast.Module, names: frozenset[str]) -> tuple[int, ast.expr | None]:
+    """(line, value) of the first statement that sets one of the names for every task, or (0, None)."""
     unset = _env_without_default(tree)
     for statement in _module_level(tree.body):
         kind = type(statement)
         if kind is ast.Assign or kind is ast.AnnAssign:
             targets = statement.targets if kind is ast.Assign else [statement.target]
-            if any(type(t) is ast.Name and t.id in NAMES for t in targets) and _sets(statement.value, unset):
-                return statement.lineno
+            if any(type(t) is ast.Name and t.id in names for t in targets) and _sets(statement.value, unset):
+                return statement.lineno, statement.value
     for node in ast.walk(tree):
         kind = type(node)
         if kind is ast.Assign:
             for target in node.targets:
-                if _conf_target(target) and _sets(node.value, unset):
-                    return node.lineno
+                if _conf_target(target, names) and _sets(node.value, unset):
+                    return node.lineno, node.value
         elif kind is ast.Call and _conf_update(node):
             for keyword in node.keywords:
-                if keyword.arg in NAMES and _sets(keyword.value, unset):
-                    return node.lineno
+                if keyword.arg in names and _sets(keyword.value, unset):
+                    return node.lineno, keyword.value
             for argument in node.args:
                 if type(argument) is ast.Dict:
                     for key, value in zip(argument.keys, argument.values):
-                        if type(key) is ast.Constant and key.value in NAMES and _sets(value, unset):
-                            return node.lineno
-    return 0
+                        if type(key) is ast.Constant and key.value in names and _sets(value, unset):
+                            return node.lineno, value
+    return 0, None
 
 
 def _module_level(statements: list[ast.stmt]):
@@ -69,12 +83,12 @@ def _has_conf(node: ast.AST) -> bool:
     return type(node) is ast.Attribute and node.attr == "conf"
 
 
-def _conf_target(target: ast.expr) -> bool:
+def _conf_target(target: ast.expr, names: frozenset[str]) -> bool:
     if type(target) is ast.Attribute:
-        return target.attr in NAMES and _has_conf(target.value)
+        return target.attr in names and _has_conf(target.value)
     if type(target) is ast.Subscript:
         key = target.slice
-        return type(key) is ast.Constant and key.value in NAMES and _has_conf(target.value)
+        return type(key) is ast.Constant and key.value in names and _has_conf(target.value)
     return False
 
 
