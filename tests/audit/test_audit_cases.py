@@ -81,14 +81,15 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
                       ("tasks.py", 44, "BL003", "task `charge_through_helper`"),
                       ("tasks.py", 56, "BL003", "task `charge_through_loud_helper`")],
     # Hard limits count: a pool that applies neither limit drops a hard limit set in the settings, with the
-    # pool chosen by a shell default the Dockerfile sets again and by a Helm default.
+    # pool chosen by a shell default the Dockerfile sets again and by a Helm default, and the limit read from
+    # the default of an environment schema.
     "pool_hard_limit": [
         ("chart/templates/worker.yaml", 8, "BL006",
          "solo pool (the default of {{ .Values.worker.pool | default 'solo' }}), which applies neither time limit: "
-         "the hard limit of 43200 s (setting at settings.py:2) never applies"),
+         "the hard limit of 43200 s (setting at settings.py:9) never applies"),
         ("docker/entrypoint.sh", 2, "BL006",
          "solo pool (POOL set at Dockerfile:2), which applies neither time limit: "
-         "the hard limit of 43200 s (setting at settings.py:2) never applies"),
+         "the hard limit of 43200 s (setting at settings.py:9) never applies"),
     ],
     # gevent applies the hard limit: with no soft limit declared, it drops nothing.
     "pool_hard_limit_gevent": [],

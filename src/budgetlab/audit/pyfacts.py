@@ -49,7 +49,8 @@ from budgetlab.audit.pyrecords import (
     ReferenceQuery,
 )
 from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, literal_rows, module_role
-from budgetlab.audit.soft_limits import hard_setting, setting, NAMES as SOFT_NAMES
+from budgetlab.audit.soft_limits import NAMES as SOFT_NAMES
+from budgetlab.audit.soft_limits import hard_setting, seconds, setting
 from budgetlab.audit.task_options import module_constants, number
 
 PG_NAME = re.compile(r"pg_stat\w*")
@@ -738,10 +739,10 @@ def collect(
         line, value = setting(tree, SOFT_NAMES)
         if line:
             module.soft_limit_setting = line
-            module.limit_settings["soft"] = (line, number(value, module_constants(tree)))
+            module.limit_settings["soft"] = (line, seconds(value, module_constants(tree), tree))
     line, value = hard_setting(tree, source)
     if line:
-        module.limit_settings["hard"] = (line, number(value, module_constants(tree)))
+        module.limit_settings["hard"] = (line, seconds(value, module_constants(tree), tree))
     if b"objects" in source or b"get_queryset" in source:
         module.queryset_helpers = queryset_helpers(tree)
     collector = _Collector(module, reference_models, source, task_decorators)

@@ -133,6 +133,6 @@ def _phrase(kind: str, limits: list[Declared]) -> str:
     first = limits[0]
     amount = f"{as_written(first.seconds)} s" if first.seconds is not None else ""
     if len(limits) == 1:
-        return f"the {kind} limit of {amount} ({first.where})" if amount else f"the {kind} limit of {first.where}"
+        return f"the {kind} limit of {amount} ({first.where})" if amount else f"the {kind} limit ({first.where})"
     example = f"{amount}, {first.where}" if amount else first.where
     return f"{len(limits)} {kind} limits (e.g. {example})"

@@ -99,7 +99,12 @@ def _conf_update(call: ast.Call) -> bool:
 
 def _env_without_default(tree: ast.Module) -> set[str]:
     """Environment names a django-environ `Env(NAME=(type, None))` schema declares with the default None or 0."""
-    names = set()
+    return {name for name, last in env_schema(tree).items() if type(last) is ast.Constant and last.value in (None, 0)}
+
+
+def env_schema(tree: ast.Module) -> dict[str, ast.expr]:
+    """Environment name -> the default a django-environ `Env(NAME=(type, default))` schema gives it."""
+    names = {}
     for node in ast.walk(tree):
         if type(node) is ast.Call and type(node.func) in (ast.Name, ast.Attribute):
             func = node.func
@@ -108,10 +113,40 @@ def _env_without_default(tree: ast.Module) -> set[str]:
             for keyword in node.keywords:
                 value = keyword.value
                 if keyword.arg and type(value) is ast.Tuple and value.elts:
-                    last = value.elts[-1]
-                    if type(last) is ast.Constant and last.value in (None, 0):
-                        names.add(keyword.arg)
+                    names[keyword.arg] = value.elts[-1]
     return names
+
+
+def seconds(value: ast.expr | None, constants: dict, tree: ast.Module) -> float | None:
+    """The seconds a setting's value gives, through an environment read's default; None where unreadable.
+
+    `12 * 60 * 60`, `TWELVE_HOURS`, `env("LIMIT")` with `Env(LIMIT=(int, 43200))`,
+    `env.int("LIMIT", default=43200)`, `int(os.environ.get("LIMIT", "43200"))`.
+    """
+    from budgetlab.audit.task_options import number
+
+    if value is None:
+        return None
+    found = number(value, constants)
+    if found is not None or type(value) is not ast.Call:
+        return found
+    func = value.func
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    if name in ("int", "float") and len(value.args) == 1:
+        return seconds(value.args[0], constants, tree)
+    keywords = {keyword.arg: keyword.value for keyword in value.keywords if keyword.arg}
+    default = keywords.get("default")
+    first = value.args[0] if value.args else None
+    if default is None and len(value.args) >= 2:
+        default = value.args[1]
+    if default is None and type(first) is ast.Constant and type(first.value) is str:
+        default = env_schema(tree).get(first.value)
+    if type(default) is ast.Constant and type(default.value) is str:
+        try:
+            return float(default.value)
+        except ValueError:
+            return None
+    return number(default, constants) if default is not None else None
 
 
 def _sets(value: ast.expr | None, unset: set[str]) -> bool:
