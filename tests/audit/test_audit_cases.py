@@ -101,6 +101,24 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
         ("worker.sh", 5, "BL006", "gevent pool, which applies only the hard limit: the soft limit of 45 s "
                                   "(task `answer_question`) never applies"),
     ],
+    # Status codes read as ranges: every 5xx includes 503; a range below 429 includes no refusal.
+    "retry_status_range": [
+        ("tasks.py", 11, "BL008", "after HTTP 5xx (`response.status_code >= 500`), `self.retry()` waits "
+                                  "countdown=10 * 2 ** self.request.retries with no random part, 5 retries at most "
+                                  "(max_retries=5)"),
+        ("tasks.py", 19, "BL008", "(`response.status_code in range(500, 600)`), `self.retry()` waits countdown=30 "
+                                  "with no random part, 3 retries at most (Celery's default)"),
+        ("tasks.py", 26, "BL008", "(`response.status_code // 100 == 5`), `self.retry()` waits countdown=30 with no "
+                                  "random part, for ever (max_retries=None)"),
+        ("tasks.py", 34, "BL008", "(`500 <= status < 600`)"),
+    ],
+    # retry_backoff applies to autoretry_for only: a retry by hand waits the fixed default_retry_delay.
+    "retry_backoff_by_hand": [
+        ("tasks.py", 12, "BL008", "`self.retry()` waits Celery's default 180 s (default_retry_delay) before every "
+                                  "retry, for ever (max_retries=None): retry_backoff=True applies only to "
+                                  "autoretry_for"),
+        ("tasks.py", 21, "BL008", "waits default_retry_delay=20 before every retry, 4 retries at most (max_retries=4)"),
+    ],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"
