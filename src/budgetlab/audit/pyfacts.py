@@ -164,7 +164,7 @@ class _Collector:
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self.imports(node)
             else:
-                for child in ast.iter_child_nodes(node):
+                for child in _children(node):
                     self.expr(child, in_loop)
                 if kind is ast.Expr:
                     value = node.value
@@ -600,8 +600,17 @@ class _Collector:
                 continue
             elif kind is ast.Lambda:
                 continue  # its body runs later, wherever it is called
-            for child in ast.iter_child_nodes(node):
-                push((child, call, loop))
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _FIELDS[kind] = _node_fields(kind)
+            for name in fields:
+                child = getattr(node, name)
+                if type(child) is list:
+                    for item in child:
+                        if item is not None:
+                            push((item, call, loop))
+                elif child is not None:
+                    push((child, call, loop))
         if self.pending:
             if self.active:
                 self.pending.sort(key=lambda item: (item[0], item[1]))
@@ -718,6 +727,35 @@ def _relation(node: ast.AST) -> bool:
             return node.attr not in QUERYSET_STEPS
         node = node.func if type(node) is ast.Call else node.value
     return False
+
+
+# Fields that never hold a node the walk needs: names, numbers and strings, and the load/store
+# contexts and operators, which are nodes that hold nothing. Skipping them is most of what
+# makes the walk cheaper than ast.iter_child_nodes, whose order it keeps.
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "kind", "arg", "op", "ops", "conversion", "type_comment",
+                          "is_async", "level", "module", "asname", "name", "names"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes the walk visits, in ast's order."""
+    if kind is ast.Constant:
+        return ()
+    return tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
+
+
+def _children(node: ast.AST):
+    """The child nodes of a statement's own fields, as ast.iter_child_nodes gives them, without leaf fields."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = _node_fields(kind)
+    for name in fields:
+        child = getattr(node, name)
+        if type(child) is list:
+            yield from (item for item in child if item is not None)
+        elif child is not None:
+            yield child
 
 
 def _stored(node: ast.AST) -> frozenset[str]:

@@ -85,7 +85,7 @@ class ModuleReader:
         self.tuples = {node.targets[0].id: node.value for node in tree.body if type(node) is ast.Assign
                        and len(node.targets) == 1 and type(node.targets[0]) is ast.Name
                        and type(node.value) in (ast.Tuple, ast.List)}
-        self.retry_names = {"Retry"} | {alias.asname for node in ast.walk(tree) if type(node) is ast.ImportFrom
+        self.retry_names = {"Retry"} | {alias.asname for node in _statements(tree) if type(node) is ast.ImportFrom
                                          for alias in node.names if alias.name == "Retry" and alias.asname}
         by_node = {task.node: task for task in self.tasks}
         task_class_names = task_classes(tree)
@@ -99,6 +99,18 @@ class ModuleReader:
             function.watches_time = function.watches_time or any(
                 "deadline" in argument.arg.lower() for argument in ast.walk(node.args) if type(argument) is ast.arg)
             self.functions[node] = function
+
+
+def _statements(tree: ast.Module):
+    """Every statement of the module, in defs and classes too; an import is one, so expressions are passed over."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if type(children) is list:
+                stack.extend(children)
 
 
 def _functions(tree: ast.Module):

@@ -46,6 +46,9 @@ _RANDOM = frozenset({"uniform", "random", "randint", "randrange", "triangular", 
                      "expovariate", "betavariate", "lognormvariate", "choice", "randbelow"})
 # Calls whose result depends only on their arguments: they add no spread, and hide none.
 _PURE = frozenset({"max", "min", "float", "int", "abs", "round", "pow", "len", "get", "total_seconds"})
+# An attribute named retry, and `expires=` as a keyword: the text a module needs for either to be worth a walk.
+_RETRY_CALL = re.compile(rb"\.retry\b")
+_EXPIRES_KEYWORD = re.compile(rb"\bexpires\s*=")
 
 
 @dataclass
@@ -85,9 +88,18 @@ def check_retries(readers: dict, expiring: set[str], sources, tree_of, modules: 
     return findings
 
 
-def reads_module(data: bytes) -> bool:
-    """True for a module BL008 reads through a ModuleReader: one that mentions a retry."""
-    return b"retry" in data
+def reads_module(data: bytes, task_decorators: frozenset[str] = frozenset()) -> bool:
+    """True for a module BL008 reads through a ModuleReader now: one that mentions a retry, with tasks or retry calls.
+
+    What a reader gives is the retries of the module's tasks and its retry
+    calls (`X.retry(...)`): a module that declares no task (no `task`, no
+    `Task`, none of the configured task decorators) and calls no `.retry` gives
+    nothing, and the few such modules a helper's caller needs are read later.
+    """
+    if b"retry" not in data:
+        return False
+    return b"task" in data or b"Task" in data or _RETRY_CALL.search(data) is not None or any(
+        name.encode() in data for name in task_decorators)
 
 
 # Schedules -----------------------------------------------------------------
@@ -313,7 +325,7 @@ def _overload(names) -> str | None:
 def expiring_sends(tree: ast.Module, data: bytes) -> set[str]:
     """Names of the tasks a module sends with `expires=` (`task.apply_async(..., expires=60)`), and their names as sent."""
     names: set[str] = set()
-    if b"expires" not in data:
+    if _EXPIRES_KEYWORD.search(data) is None:
         return names
     for node in ast.walk(tree):
         if type(node) is ast.Call and any(keyword.arg == "expires" for keyword in node.keywords):

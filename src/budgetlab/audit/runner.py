@@ -112,7 +112,7 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             if redelivery is not None:
                 read_module(display, tree, data, redelivery)
             if "BL008" in enabled:
-                if reads_module(data):
+                if reads_module(data, config.task_decorators):
                     readers[display] = ModuleReader(display, tree, config.task_decorators)
                 expiring |= expiring_sends(tree, data)
             pools.extend((Finding(display, line, column, "BL006", "The worker configured here"), pool, config)
