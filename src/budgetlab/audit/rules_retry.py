@@ -10,9 +10,12 @@ and retry calls (retry_sites.py) and reports:
   Celery's default delay, which the code never set, for at least that limit
   in all, while nothing bounds the total: no `expires` on the task, on a
   send of it or on a retry, no deadline compared with a clock;
-- a retry after a rate limit or an overload (RateLimitError, 429, 503,
-  throttled...) whose delay has no random part, so tasks refused together
-  come back together;
+- a retry after a rate limit or an overload (RateLimitError, 429, 503, a
+  status range that admits them such as `>= 500`, throttled...) whose delay
+  has no random part, so tasks refused together come back together;
+- a retry by hand, with no countdown, in a task whose `retry_backoff` only
+  autoretry_for reads (celery/app/autoretry.py lines 21-24 and 48-54), so
+  every retry waits the same default_retry_delay;
 - a task sending itself again from a handler without the `expires` its
   first send carries (self.retry() would keep it);
 - a catch-all handler that swallows the Retry a retry call raises
