@@ -76,7 +76,8 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "try_around_loop": [("tasks.py", 14, "BL003", "the `except Exception` at line 16 is around the whole loop")],
     # Reshaping in memory (through a helper) and writing CSV rows is no per-row work; a save is.
     "no_row_work_loop": [("tasks.py", 27, "BL003", "task `export_and_mark_orders`")],
-    # A narrow except names one failure, and a catch-all that re-raises stops the loop: neither isolates.
+    # A narrow except names one failure, and a catch-all that re-raises stops the loop: neither isolates;
+    # the base class of a kind of I/O (OSError around a file write) names all its failures and does.
     "narrow_except": [("tasks.py", 34, "BL003", "task `charge_cards`"),
                       ("tasks.py", 44, "BL003", "task `charge_through_helper`"),
                       ("tasks.py", 56, "BL003", "task `charge_through_loud_helper`")],
