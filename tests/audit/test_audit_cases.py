@@ -61,6 +61,65 @@ EXPECTED: dict[str, list[tuple[str, int, str, str]]] = {
     "retry_helper_elsewhere": [("billing/tasks.py", 11, "BL008", "its `task.retry()` at providers.py:10")],
     # Retry options from module-level dicts, through a decorator made once at the top of the module.
     "retry_options_dict": [("tasks.py", 10, "BL008", "fresh 60 s time_limit")],
+    # Issue 42: values followed as a reviewer follows them. A loop over a local name bound to a queryset
+    # yields rows of its model: their methods resolve, the catch-all in one is found and isolates the row.
+    "queryset_name": [("hooks/models.py", 12, "BL002", "`HookLog.retry`, run per item by task `retry_failed_hooks`"),
+                      ("hooks/tasks.py", 16, "BL003", "`for log in stale.order_by('pk').iterator()`")],
+    # The same model reached through apps.get_model, bound to a name or called inline, never imported.
+    "get_model_manager": [("hooks/models.py", 12, "BL002", "`HookLog.retry`, run per item by task"),
+                          ("webhooks/tasks.py", 22, "BL003", "`for log in stale` in task `close_stale_hooks`")],
+    # A helper isolates each item when its work goes to a helper with a catch-all, two calls down; three calls
+    # down is past the depth, and a write the helper does itself is not isolated.
+    "isolation_in_helpers": [("tasks.py", 41, "BL003", "task `send_digests_again`"),
+                             ("tasks.py", 47, "BL003", "task `send_reminders`")],
+    # A try around the whole loop still stops at the first row that raises; the message names it.
+    "try_around_loop": [("tasks.py", 14, "BL003", "the `except Exception` at line 16 is around the whole loop")],
+    # Reshaping in memory (through a helper) and writing CSV rows is no per-row work; a save is.
+    "no_row_work_loop": [("tasks.py", 27, "BL003", "task `export_and_mark_orders`")],
+    # A narrow except names one failure, and a catch-all that re-raises stops the loop: neither isolates;
+    # the base class of a kind of I/O (OSError around a file write) names all its failures and does.
+    "narrow_except": [("tasks.py", 34, "BL003", "task `charge_cards`"),
+                      ("tasks.py", 44, "BL003", "task `charge_through_helper`"),
+                      ("tasks.py", 56, "BL003", "task `charge_through_loud_helper`")],
+    # Hard limits count: a pool that applies neither limit drops a hard limit set in the settings, with the
+    # pool chosen by a shell default the Dockerfile sets again and by a Helm default, and the limit read from
+    # the default of an environment schema.
+    "pool_hard_limit": [
+        ("chart/templates/worker.yaml", 8, "BL006",
+         "solo pool (the default of {{ .Values.worker.pool | default 'solo' }}), which applies neither time limit: "
+         "the hard limit of 43200 s (setting at settings.py:9) never applies"),
+        ("docker/entrypoint.sh", 2, "BL006",
+         "solo pool (POOL set at Dockerfile:2), which applies neither time limit: "
+         "the hard limit of 43200 s (setting at settings.py:9) never applies"),
+    ],
+    # gevent applies the hard limit: with no soft limit declared, it drops nothing.
+    "pool_hard_limit_gevent": [],
+    # Limits from decorators and a worker flag; the message says which of the two each pool drops.
+    "pool_decorator_limits": [
+        ("worker.sh", 3, "BL006", "threads pool, which applies neither time limit: the soft limit of 45 s "
+                                  "(task `answer_question`) and 3 hard limits (e.g. 600 s, task `export_ledger`) "
+                                  "never apply"),
+        ("worker.sh", 5, "BL006", "gevent pool, which applies only the hard limit: the soft limit of 45 s "
+                                  "(task `answer_question`) never applies"),
+    ],
+    # Status codes read as ranges: every 5xx includes 503; a range below 429 includes no refusal.
+    "retry_status_range": [
+        ("tasks.py", 11, "BL008", "after HTTP 5xx (`response.status_code >= 500`), `self.retry()` waits "
+                                  "countdown=10 * 2 ** self.request.retries with no random part, 5 retries at most "
+                                  "(max_retries=5)"),
+        ("tasks.py", 19, "BL008", "(`response.status_code in range(500, 600)`), `self.retry()` waits countdown=30 "
+                                  "with no random part, 3 retries at most (Celery's default)"),
+        ("tasks.py", 26, "BL008", "(`response.status_code // 100 == 5`), `self.retry()` waits countdown=30 with no "
+                                  "random part, for ever (max_retries=None)"),
+        ("tasks.py", 34, "BL008", "(`500 <= status < 600`)"),
+    ],
+    # retry_backoff applies to autoretry_for only: a retry by hand waits the fixed default_retry_delay.
+    "retry_backoff_by_hand": [
+        ("tasks.py", 12, "BL008", "`self.retry()` waits Celery's default 180 s (default_retry_delay) before every "
+                                  "retry, for ever (max_retries=None): retry_backoff=True applies only to "
+                                  "autoretry_for"),
+        ("tasks.py", 21, "BL008", "waits default_retry_delay=20 before every retry, 4 retries at most (max_retries=4)"),
+    ],
 }
 
 CASES = Path(__file__).parent / "fixtures" / "cases"
@@ -82,6 +141,8 @@ SHARED: dict[str, dict[str, str]] = {
     "reference_inferred": _BOOKS,
     "reference_copied": _BOOKS,
     "reference_no_evidence": _BOOKS,
+    "queryset_name": {"hooks/models.py": "hooks_models.py"},
+    "get_model_manager": {"hooks/models.py": "hooks_models.py"},
 }
 
 

@@ -12,6 +12,13 @@ TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 CONTEXTS = (ast.Load, ast.Store, ast.Del)
 CATCH_ALL = frozenset({"Exception", "BaseException"})
+# The base class of every error of one kind of input and output: the standard library's for the
+# operating system (OSError and its old names) and for mail, Django's and DB-API's for the
+# database, and those of the HTTP, model and Redis clients. A handler for one of them takes every
+# failure of that work, the way a catch-all takes every failure.
+IO_FAMILIES = frozenset({"OSError", "IOError", "EnvironmentError", "SMTPException", "DatabaseError",
+                         "RequestException", "OpenAIError", "APIError", "RedisError"})
+ISOLATING = CATCH_ALL | IO_FAMILIES
 TASK_DECORATORS = frozenset({"shared_task", "periodic_task"})
 CACHE_DECORATORS = frozenset({"lru_cache", "cache", "cached"})
 MANAGERS = frozenset({"objects", "_default_manager", "_base_manager"})
@@ -50,8 +57,8 @@ TRIVIAL_ATTRIBUTES = frozenset(
     {
         "append", "add", "extend", "update", "setdefault", "get", "items", "keys", "values",
         "format", "join", "strip", "lower", "upper", "split", "debug", "info", "warning",
-        "warn", "error", "exception", "critical", "log", "incr", "write", "writerow", "flush",
-        "appendleft", "pop", "discard", "insert", "sort",
+        "warn", "error", "exception", "critical", "log", "incr", "write", "writerow", "writerows",
+        "writelines", "flush", "appendleft", "pop", "discard", "insert", "sort",
     }
 )
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
@@ -161,9 +168,23 @@ def statements_in(body: list[ast.stmt]):
             stack.extend(case.body)
 
 
-def isolated(body: list[ast.stmt]) -> bool:
-    """True when the loop body holds a try with at least one except clause."""
-    return any(type(node) in TRIES and node.handlers for node in statements_in(body))
+def isolates(handler: ast.ExceptHandler) -> bool:
+    """True for a handler that keeps one item's failure from stopping the rest: it catches its failures and goes on.
+
+    It catches every error (`except Exception`, `except BaseException`, a bare
+    `except:`, a tuple holding one of them) or the whole family of errors of
+    the input and output a row's work does (IO_FAMILIES: `except OSError`,
+    `except RequestException`), and has no `raise` among its own statements.
+    A handler for one failure (`except Card.DoesNotExist:`, `except KeyError:`)
+    lets every other one stop the loop, and the poisoned row is most often
+    one of those others; a handler that re-raises stops it too.
+    """
+    kind = handler.type
+    if kind is not None:
+        elements = kind.elts if type(kind) is ast.Tuple else (kind,)
+        if not any(terminal_name(element) in ISOLATING for element in elements):
+            return False
+    return not any(type(statement) is ast.Raise for statement in handler.body)
 
 
 def is_log_call(call: ast.Call) -> bool:
@@ -182,28 +203,33 @@ def _enqueues(call: ast.Call) -> bool:
     return type(func) is ast.Name and func.id in ENQUEUE_NAMES
 
 
-def _blocks(body: list[ast.stmt]):
-    """body and every statement list nested in it, nested defs excluded."""
-    stack = [body]
+def _blocks(body: list[ast.stmt], covered: bool = False):
+    """(block, covered) for body and every statement list nested in it, nested defs excluded.
+
+    covered is true inside a try statement (its body, handlers, else and
+    finally) that has a handler that isolates (see isolates).
+    """
+    stack = [(body, covered)]
     while stack:
-        block = stack.pop()
-        yield block
+        block, covered = stack.pop()
+        yield block, covered
         for node in block:
             kind = type(node)
             if kind in FUNCTIONS or kind is ast.ClassDef:
                 continue
+            inner = covered or (kind in TRIES and any(map(isolates, node.handlers)))
             for name in ("body", "orelse", "finalbody"):
                 nested = getattr(node, name, None)
                 if nested:
-                    stack.append(nested)
+                    stack.append((nested, inner))
             for handler in getattr(node, "handlers", ()):
-                stack.append(handler.body)
+                stack.append((handler.body, inner))
             for case in getattr(node, "cases", ()):
-                stack.append(case.body)
+                stack.append((case.body, covered))
 
 
-def loop_work(body: list[ast.stmt], row_names: frozenset[str] = frozenset()) -> tuple[bool, bool]:
-    """(does work, writes) for a loop body.
+def loop_work(body: list[ast.stmt], row_names: frozenset[str] = frozenset()) -> tuple[list, list, bool]:
+    """(the work, the work no try isolates, writes) of a loop body; each call as (its call target or None, writes).
 
     Work is a call made for its effect: a call statement whose result is
     dropped (`notification.send()`, `apply(row)`), or a model or queryset write
@@ -215,11 +241,20 @@ def loop_work(body: list[ast.stmt], row_names: frozenset[str] = frozenset()) -> 
     With row_names (the loop's target names), a call that names none of them
     (`self.save()` on a job's own counter) is not work either: whatever makes
     it fail does not depend on the row, so isolating rows would not save the rest.
+    Where the body holds a try statement with a handler that isolates, that
+    try is taken as the row's isolation and only a write outside it is left
+    bare: a call outside it may be logging or set-up the audit cannot tell
+    from work, a write is the row's effect.
     """
-    work = False
-    for block in _blocks(body):
+    work = []
+    bare = []
+    writes = False
+    isolating = False
+    for block, covered in _blocks(body):
         if block and type(block[-1]) is ast.Break:
             continue
+        isolating = isolating or covered
+        found = bare if not covered else work
         for statement in block:
             kind = type(statement)
             if kind in FUNCTIONS or kind is ast.ClassDef:
@@ -227,12 +262,16 @@ def loop_work(body: list[ast.stmt], row_names: frozenset[str] = frozenset()) -> 
             value = statement.value if kind is ast.Expr else None
             if type(value) is ast.Await:
                 value = value.value
-            if type(value) is ast.Call and _effect_call(value) and _names_row(value, row_names):
-                work = True
+            if type(value) is ast.Call and effect_call(value) and not is_row_write(value) \
+                    and _names_row(value, row_names):
+                found.append((call_target(value.func), False))
             for node in _own_nodes(statement):
-                if type(node) is ast.Call and is_write(node) and not _enqueues(node) and _names_row(node, row_names):
-                    return True, True
-    return work, False
+                if type(node) is ast.Call and is_row_write(node) and _names_row(node, row_names):
+                    found.append((call_target(node.func), True))
+                    writes = True
+    if isolating:
+        bare = [item for item in bare if item[1]]
+    return work + bare, bare, writes
 
 
 def _names_row(call: ast.Call, row_names: frozenset[str]) -> bool:
@@ -240,7 +279,12 @@ def _names_row(call: ast.Call, row_names: frozenset[str]) -> bool:
     return not row_names or any(type(node) is ast.Name and node.id in row_names for node in ast.walk(call))
 
 
-def _effect_call(call: ast.Call) -> bool:
+def is_row_write(call: ast.Call) -> bool:
+    """A write that happens here, not in a task it queues: `row.save()`, not `transaction.on_commit(...)`."""
+    return is_write(call) and not _enqueues(call)
+
+
+def effect_call(call: ast.Call) -> bool:
     """True for a call statement that is neither plumbing, logging nor enqueueing."""
     func = call.func
     if _enqueues(call):
@@ -261,27 +305,6 @@ def _own_nodes(statement: ast.stmt):
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
-
-
-def single_helper(body: list[ast.stmt]) -> Target | None:
-    """The callee when the loop body is one call (logging, pass and continue aside)."""
-    remaining = []
-    for statement in body:
-        kind = type(statement)
-        if kind in (ast.Pass, ast.Continue):
-            continue
-        if kind is ast.Expr and type(statement.value) is ast.Constant:
-            continue
-        if kind is ast.Expr and type(statement.value) is ast.Call and is_log_call(statement.value):
-            continue
-        remaining.append(statement)
-    if len(remaining) != 1:
-        return None
-    statement = remaining[0]
-    value = getattr(statement, "value", None)
-    if type(statement) in (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign) and type(value) is ast.Call:
-        return call_target(value.func)
-    return None
 
 
 def is_queryset(node: ast.AST, names: set[str]) -> bool:
@@ -370,14 +393,3 @@ def queryset_helpers(tree: ast.Module) -> frozenset[str]:
             if type(member) in FUNCTIONS and returns_queryset(member):
                 found.add(member.name)
     return frozenset(found)
-
-
-def no_row_work(body: list[ast.stmt]) -> bool:
-    """True for a function body whose every call is plumbing, logging, a CSV or log write, or queueing a task.
-
-    Called once per row, such a function has nothing a row could make fail
-    that isolation would save: `schedule(row)` that runs `send.delay(row.pk)`,
-    `write_row(writer, row)` that runs `writer.writerow([...])`.
-    """
-    calls = [node for statement in statements_in(body) for node in _own_nodes(statement) if type(node) is ast.Call]
-    return bool(calls) and not any(_effect_call(call) or (is_write(call) and not _enqueues(call)) for call in calls)

@@ -30,6 +30,12 @@ class Project:
             for depth in range(1, min(_SUFFIX_DEPTH, len(parts)) + 1):
                 self.by_name.setdefault(".".join(parts[-depth:]), []).append(module)
         self._resolved: dict[tuple[int, Target], list[FunctionFacts]] = {}
+        # Model class name -> the models modules that define it: `apps.get_model("hooks", "HookLog")` names a
+        # model that the module using it never imports.
+        self.models: dict[str, list[ModuleFacts]] = {}
+        for module in modules:
+            for name in module.model_classes:
+                self.models.setdefault(name, []).append(module)
 
     # Modules --------------------------------------------------------------
 
@@ -69,14 +75,22 @@ class Project:
         return self.export(target, attribute, hops + 1)
 
     def method(self, module: ModuleFacts, class_name: str, attribute: str) -> FunctionFacts | None:
-        """A method of a class defined in the module or imported into it, or None."""
+        """A method of a class defined in the module or imported into it, or of a model of that name; or None.
+
+        A model reached through the app registry is not imported: it is taken
+        from the models module that defines it, the nearest one where several do.
+        """
         methods = module.classes.get(class_name)
         if methods is None:
             imported = module.imports.get(class_name)
-            if imported is None or imported[0] != "from":
-                return None
-            target = self.module(module, imported[1], imported[2])
-            methods = target.classes.get(imported[3]) if target is not None else None
+            if imported is not None and imported[0] == "from":
+                target = self.module(module, imported[1], imported[2])
+                methods = target.classes.get(imported[3]) if target is not None else None
+            elif imported is None and class_name in self.models:
+                importer = str(module.path)
+                nearest = max(self.models[class_name],
+                              key=lambda candidate: len(os.path.commonpath([importer, str(candidate.path)])))
+                methods = nearest.classes.get(class_name)
         return methods.get(attribute) if methods else None
 
     # Calls ----------------------------------------------------------------

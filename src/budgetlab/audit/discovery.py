@@ -78,14 +78,21 @@ def file_kind(path: Path) -> str | None:
     return launch_kind(path)
 
 
-def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...]) -> bool:
-    """True when a glob matches the path (relative to the config's directory) or its name."""
+def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...], folder: Path | None = None) -> bool:
+    """True when a glob matches the path (relative to the config's directory) or its name.
+
+    folder is the resolved folder that holds path, when the caller knows it:
+    for a path that is no symbolic link, that spares resolving it again.
+    """
     if not patterns:
         return False
     candidates = [path.name]
     if root is not None:
         try:
-            relative = path.resolve().relative_to(root)
+            if folder is not None and not path.is_symlink():
+                relative = (folder / path.name).relative_to(root)
+            else:
+                relative = path.resolve().relative_to(root)
         except ValueError:
             relative = None
         if relative is not None:
@@ -115,6 +122,7 @@ def walk(given: Path, exclude: tuple[str, ...] = (), root: Path | None = None):
             error = unlisted.pop()
             yield Path(error.filename or directory), "unlisted:" + (error.strerror or str(error))
         base = Path(directory)
+        folder = base.resolve() if exclude and root is not None else None
         kept = []
         for dirname in sorted(dirnames):
             if dirname in SKIPPED_DIRS:
@@ -123,14 +131,14 @@ def walk(given: Path, exclude: tuple[str, ...] = (), root: Path | None = None):
             # A virtualenv under any name: its packages are not the project's code.
             if (sub / "pyvenv.cfg").is_file():
                 continue
-            if _excluded(sub, root, exclude):
+            if _excluded(sub, root, exclude, folder):
                 continue
             kept.append(dirname)
         dirnames[:] = kept
         for filename in sorted(filenames):
             path = base / filename
             kind = file_kind(path)
-            if kind is None or _excluded(path, root, exclude):
+            if kind is None or _excluded(path, root, exclude, folder):
                 continue
             yield path, kind
     for error in unlisted:

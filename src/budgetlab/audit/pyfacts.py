@@ -21,6 +21,7 @@ from budgetlab.audit.astshapes import (
     FUNCTIONS,
     LOOPS,
     MANAGERS,
+    QUERYSET_STEPS,
     TRIES,
     call_target,
     BULK_WRITES,
@@ -28,15 +29,15 @@ from budgetlab.audit.astshapes import (
     contains_raise,
     dotted,
     get_model_name,
-    no_row_work,
+    effect_call,
+    is_row_write,
+    isolates,
     queryset_helpers,
     is_queryset,
     is_task_decorator,
     is_transaction,
-    isolated,
     loop_work,
     manager_access,
-    single_helper,
     terminal_name,
 )
 from budgetlab.audit.pyrecords import (
@@ -48,7 +49,9 @@ from budgetlab.audit.pyrecords import (
     ReferenceQuery,
 )
 from budgetlab.audit.reference_data import CACHED_LOOKUPS, is_models_module, literal_rows, module_role
-from budgetlab.audit.soft_limits import setting_line
+from budgetlab.audit.soft_limits import NAMES as SOFT_NAMES
+from budgetlab.audit.soft_limits import hard_setting, seconds, setting
+from budgetlab.audit.task_options import module_constants, number
 
 PG_NAME = re.compile(r"pg_stat\w*")
 PG_NOT_READS = frozenset({"pg_stat_clear_snapshot", "pg_stat_force_next_flush"})
@@ -73,14 +76,21 @@ class _Collector:
         module.role = module_role(module.path)
         self.models_module = is_models_module(module.path)
         self.class_bases_stack: list[list[str]] = []
-        self.outer_rows: frozenset[str] = frozenset()  # names the enclosing loops bind per iteration
+        self.loops: list[ast.AST] = []  # the enclosing loops of this function, whose names are bound per iteration
         self.pg = b"pg_stat" in source
         module.mentions_pg_stat = self.pg
         self.top = FunctionFacts("<module>", "<module>", 1, module)
         module.functions.append(self.top)
         self.function = self.top
         self.loop_depth = 0
-        self.queryset_names: set[str] = set()
+        # Local names bound to a queryset -> the model whose rows it yields, where known.
+        self.queryset_names: dict[str, str | None] = {}
+        # Those of them bound to one row's relation (`lines = invoice.lines.all()`), not a queryset of their own.
+        self.relation_names: set[str] = set()
+        # The `try` statements whose body is being walked, innermost last: (first handler's label, its line).
+        self.tries: list[tuple[str, int]] = []
+        # How many try statements with a handler that isolates enclose the statement being walked.
+        self.covering = 0
         self.pg_names: dict[str, str] = {}
         self.stle_names = {"SoftTimeLimitExceeded"}
         self.active: list[list[tuple]] = [self.top.events] if self.pg else []
@@ -88,6 +98,7 @@ class _Collector:
         self.class_methods: dict[str, FunctionFacts] | None = None
         self.class_name: str | None = None
         self.task_class = False
+        self.constants: dict[str, float] = {}
 
     # Statements -----------------------------------------------------------
 
@@ -111,21 +122,21 @@ class _Collector:
                 recorded = self.queryset_loop(node)
                 for name in ast.walk(node.target):  # the loop rebinds its target names
                     if type(name) is ast.Name:
-                        self.queryset_names.discard(name.id)
+                        self.queryset_names.pop(name.id, None)
                         self.function.local_types.pop(name.id, None)
                 model = self.model_of(node.iter)
                 if model and type(node.target) is ast.Name:
                     self.function.local_types[node.target.id] = model
                 self.open_queryset_loops += recorded
-                saved_rows, self.outer_rows = self.outer_rows, self.outer_rows | _stored(node)
+                self.loops.append(node)
                 self.loop_body(node.body)
-                self.outer_rows = saved_rows
+                self.loops.pop()
                 self.open_queryset_loops -= recorded
                 self.body(node.orelse)
             elif kind is ast.While:
-                saved_rows, self.outer_rows = self.outer_rows, self.outer_rows | _stored(node)
+                self.loops.append(node)
                 self.loop_body(node.body, node.test)
-                self.outer_rows = saved_rows
+                self.loops.pop()
                 self.body(node.orelse)
             elif kind in TRIES:
                 self.try_statement(node, in_loop)
@@ -153,8 +164,15 @@ class _Collector:
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self.imports(node)
             else:
-                for child in ast.iter_child_nodes(node):
+                for child in _children(node):
                     self.expr(child, in_loop)
+                if kind is ast.Expr:
+                    value = node.value
+                    if type(value) is ast.Await:
+                        value = value.value
+                    if type(value) is ast.Call and not self.covering and effect_call(value) \
+                            and not is_row_write(value):
+                        self.function.work.append((call_target(value.func), False))
         finally:
             self.class_methods = in_class_body
 
@@ -173,7 +191,18 @@ class _Collector:
                 events.extend(segment)
 
     def try_statement(self, node, in_loop: bool) -> None:
-        self.body(node.body)
+        covering = any(isolates(handler) for handler in node.handlers)
+        if covering:
+            # Work anywhere in this statement is isolated; only work outside such statements is noted.
+            self.function.isolating_try = True
+            self.covering += 1
+        if node.handlers:
+            first = node.handlers[0]
+            self.tries.append((self.handler_label(first), first.lineno))
+            self.body(node.body)
+            self.tries.pop()
+        else:
+            self.body(node.body)
         time_limit_let_through = False
         for handler in node.handlers:
             if handler.type is not None:
@@ -195,10 +224,10 @@ class _Collector:
             if catches_soft_limit and raises:
                 time_limit_let_through = True
             self.body(handler.body)
-        if node.handlers:
-            self.function.has_try_handler = True
         self.body(node.orelse)
         self.body(node.finalbody)
+        if covering:
+            self.covering -= 1
 
     def exception_names(self, node: ast.expr | None) -> set[str]:
         if node is None:
@@ -248,14 +277,13 @@ class _Collector:
         A loop inside one already recorded is part of the same nest: the
         outer loop's finding covers it.
         """
-        if self.open_queryset_loops or not self.is_queryset(node.iter) or isolated(node.body):
+        if self.open_queryset_loops or not self.is_queryset(node.iter):
             return 0
         # Names bound per row: the loop's target, whatever its body binds, and what enclosing loops bind.
-        rows = self.outer_rows | _stored(node)
-        work, writes = loop_work(node.body, rows)
-        if not work:
-            return 0
-        helper = single_helper(node.body)
+        rows = _stored(node).union(*map(_stored, self.loops))
+        work, bare, writes = loop_work(node.body, rows)
+        if not bare:
+            return 0  # no work, or all of it inside a try that isolates the row
         end = node.iter.end_lineno or node.lineno
         related = self.model_of(node.iter) is None and not self.names_queryset(node.iter)
         # Names whose rows the loop could be gathering: its own source and lists it appends to.
@@ -265,7 +293,8 @@ class _Collector:
                 if type(inner.func.value) is ast.Name:
                     gathered.add(inner.func.value.id)
         self.function.queryset_loops.append(
-            QuerysetLoop(node.lineno, node.col_offset + 1, node, helper, writes, end, related, frozenset(gathered))
+            QuerysetLoop(node.lineno, node.col_offset + 1, node, tuple(bare), writes, end, related, frozenset(gathered),
+                         self.tries[-1] if self.tries else None)
         )
         return 1
 
@@ -290,14 +319,20 @@ class _Collector:
             if self.helper_queryset(node):
                 return True
             node = node.func if type(node) is ast.Call else node.value
-        return type(node) is ast.Name and node.id in self.queryset_names
+        return type(node) is ast.Name and node.id in self.queryset_names and node.id not in self.relation_names
 
     def model_of(self, node: ast.AST) -> str | None:
         """The model class a Model.objects... chain reads (through an `apps.get_model` name too), or None."""
         manager, _ = manager_access(node)
         if manager is None:
-            return None
-        name = terminal_name(manager.value)
+            # `invoices.filter(...)` where `invoices = Invoice.objects...`: the model the name's queryset yields.
+            while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+                node = node.func if type(node) is ast.Call else node.value
+            return self.queryset_names.get(node.id) if type(node) is ast.Name and self.queryset_names else None
+        base = manager.value
+        if type(base) is ast.Call:
+            return get_model_name(base)  # apps.get_model("hooks", "HookLog").objects...
+        name = terminal_name(base)
         return self.function.model_aliases.get(name) or self.top.model_aliases.get(name) or name
 
     def row_model(self, value: ast.AST) -> str | None:
@@ -327,9 +362,14 @@ class _Collector:
             else:
                 self.function.local_types.pop(name, None)
             if value is not None and self.is_queryset(value):
-                self.queryset_names.add(name)
+                model = self.model_of(value)
+                if model is None and not self.names_queryset(value) and _relation(value):
+                    self.relation_names.add(name)
+                else:
+                    self.relation_names.discard(name)
+                self.queryset_names[name] = model
             else:
-                self.queryset_names.discard(name)
+                self.queryset_names.pop(name, None)
             if self.pg and value is not None:
                 text = self.pg_text(value)
                 if text:
@@ -346,6 +386,22 @@ class _Collector:
             if type(child) is ast.Constant and type(child.value) is str and "pg_stat" in child.value
         ]
         return " ".join(parts)
+
+    def limits(self, given: list, facts: FunctionFacts) -> None:
+        """Note the soft_time_limit and time_limit that decorator keywords or class attributes give a task.
+
+        A value of None sets no limit; one the audit cannot read is kept as
+        None seconds: the limit is there, its number unknown.
+        """
+        for item in given:
+            if type(item) is ast.keyword:
+                names, value = [item.arg], item.value
+            else:
+                names, value = [target.id for target in item.targets if type(target) is ast.Name], item.value
+            for name in names:
+                kind = "soft" if name == "soft_time_limit" else "hard" if name == "time_limit" else None
+                if kind and not (type(value) is ast.Constant and value.value is None):
+                    facts.limits[kind] = number(value, self.constants)
 
     def imports(self, node) -> None:
         table = self.module.imports
@@ -390,12 +446,10 @@ class _Collector:
             last = name[-1]
             if is_task_decorator(name) or last in self.task_decorators:
                 facts.is_task = True
-                if type(decorator) is ast.Call and any(
-                    keyword.arg == "soft_time_limit"
-                    and not (type(keyword.value) is ast.Constant and keyword.value.value is None)
-                    for keyword in decorator.keywords
-                ):
-                    facts.soft_limit = "decorator"
+                if type(decorator) is ast.Call:
+                    self.limits(decorator.keywords, facts)
+                    if "soft" in facts.limits:
+                        facts.soft_limit = "decorator"
             elif last in CACHE_DECORATORS:
                 facts.is_cached = True
             elif last == "atomic":
@@ -404,10 +458,10 @@ class _Collector:
                 target = call_target(called)
                 if target is not None:
                     facts.decorators.append(target)
-                    if type(decorator) is ast.Call and any(
-                        keyword.arg == "soft_time_limit" for keyword in decorator.keywords
-                    ):
-                        facts.decorator_soft_limit = True
+                    if type(decorator) is ast.Call:
+                        self.limits(decorator.keywords, facts)
+                        facts.decorator_soft_limit = any(
+                            keyword.arg == "soft_time_limit" for keyword in decorator.keywords)
         for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             annotation = argument.annotation
             if type(annotation) is ast.Constant and type(annotation.value) is str:
@@ -428,22 +482,27 @@ class _Collector:
             self.module.has_tasks = True
         self.module.functions.append(facts)
 
-        saved = (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods)
+        saved = (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods,
+                 self.tries, self.relation_names)
         self.function = facts
         self.loop_depth = 0
-        self.queryset_names = set()
+        self.queryset_names = {}
+        self.relation_names = set()
+        self.tries = []
+        saved_covering, self.covering = self.covering, 0
         # Events are kept where pg_stat is mentioned, and for @atomic functions,
         # whose whole body is one transaction that may call readers elsewhere.
         self.active = [facts.events] if self.pg or facts.is_atomic else []
         self.pending = []
         self.class_methods = None
         saved_open, self.open_queryset_loops = self.open_queryset_loops, 0
-        saved_rows, self.outer_rows = self.outer_rows, frozenset()
-        facts.no_row_work = no_row_work(node.body)
+        saved_loops, self.loops = self.loops, []
         self.body(node.body)
         self.open_queryset_loops = saved_open
-        self.outer_rows = saved_rows
-        (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods) = saved
+        self.loops = saved_loops
+        self.covering = saved_covering
+        (self.function, self.loop_depth, self.queryset_names, self.active, self.pending, self.class_methods,
+         self.tries, self.relation_names) = saved
         if facts.wraps_task and parent is not self.top:
             parent.wraps_task = True  # a decorator factory: the outer function is what code applies
 
@@ -479,8 +538,11 @@ class _Collector:
         is_task_class = self.task_class
         self.class_bases_stack.pop()
         self.class_methods, self.class_name, self.task_class = saved
-        if is_task_class and "run" in methods and _sets_soft_limit(node.body):
-            methods["run"].soft_limit = "class"
+        if is_task_class and "run" in methods:
+            run = methods["run"]
+            self.limits([statement for statement in node.body if type(statement) is ast.Assign], run)
+            if "soft" in run.limits:
+                run.soft_limit = "class"
         if self.function is self.top and any(method.wraps_task for method in methods.values()):
             # A class whose instances wrap app.task: applying it as a decorator makes a task.
             self.module.top_defs.setdefault(
@@ -538,8 +600,17 @@ class _Collector:
                 continue
             elif kind is ast.Lambda:
                 continue  # its body runs later, wherever it is called
-            for child in ast.iter_child_nodes(node):
-                push((child, call, loop))
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _FIELDS[kind] = _node_fields(kind)
+            for name in fields:
+                child = getattr(node, name)
+                if type(child) is list:
+                    for item in child:
+                        if item is not None:
+                            push((item, call, loop))
+                elif child is not None:
+                    push((child, call, loop))
         if self.pending:
             if self.active:
                 self.pending.sort(key=lambda item: (item[0], item[1]))
@@ -590,6 +661,14 @@ class _Collector:
         func = node.func
         target = call_target(func)
         line = node.lineno
+        facts = self.function
+        facts.makes_calls = True
+        if is_row_write(node):
+            facts.row_work.append((target, True))
+            if not self.covering:
+                facts.work.append((target, True))
+        elif effect_call(node):
+            facts.row_work.append((target, False))
         if self.infer:
             self.note_write(node)
         if target is not None:
@@ -637,19 +716,51 @@ class _Collector:
             self.pending.append((*position, ("R", call.lineno, call.col_offset + 1)))
 
 
+def _relation(node: ast.AST) -> bool:
+    """True for a chain that starts from an attribute of a name (`invoice.lines.all()`): one row's relation.
+
+    A chain whose first step off the name is a queryset method
+    (`invoices.filter(...)`, on a queryset handed in) is a queryset of its own.
+    """
+    while type(node) in (ast.Call, ast.Attribute, ast.Subscript):
+        if type(node) is ast.Attribute and type(node.value) is ast.Name:
+            return node.attr not in QUERYSET_STEPS
+        node = node.func if type(node) is ast.Call else node.value
+    return False
+
+
+# Fields that never hold a node the walk needs: names, numbers and strings, and the load/store
+# contexts and operators, which are nodes that hold nothing. Skipping them is most of what
+# makes the walk cheaper than ast.iter_child_nodes, whose order it keeps.
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "kind", "arg", "op", "ops", "conversion", "type_comment",
+                          "is_async", "level", "module", "asname", "name", "names"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes the walk visits, in ast's order."""
+    if kind is ast.Constant:
+        return ()
+    return tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
+
+
+def _children(node: ast.AST):
+    """The child nodes of a statement's own fields, as ast.iter_child_nodes gives them, without leaf fields."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = _node_fields(kind)
+    for name in fields:
+        child = getattr(node, name)
+        if type(child) is list:
+            yield from (item for item in child if item is not None)
+        elif child is not None:
+            yield child
+
+
 def _stored(node: ast.AST) -> frozenset[str]:
     """Names a statement binds anywhere inside it (targets, assignments, inner loops)."""
     return frozenset(name.id for name in ast.walk(node) if type(name) is ast.Name and type(name.ctx) is ast.Store)
-
-
-def _sets_soft_limit(body: list[ast.stmt]) -> bool:
-    """True when a class body assigns soft_time_limit a value other than None."""
-    for statement in body:
-        if type(statement) is ast.Assign and any(
-            type(target) is ast.Name and target.id == "soft_time_limit" for target in statement.targets
-        ):
-            return not (type(statement.value) is ast.Constant and statement.value.value is None)
-    return False
 
 
 def collect(
@@ -662,10 +773,19 @@ def collect(
 ) -> ModuleFacts:
     """Facts of one parsed module."""
     module = ModuleFacts(path, display)
-    module.soft_limit_setting = setting_line(tree, source)
+    if b"oft_time_limit" in source or b"OFT_TIME_LIMIT" in source:
+        line, value = setting(tree, SOFT_NAMES)
+        if line:
+            module.soft_limit_setting = line
+            module.limit_settings["soft"] = (line, seconds(value, module_constants(tree), tree))
+    line, value = hard_setting(tree, source)
+    if line:
+        module.limit_settings["hard"] = (line, seconds(value, module_constants(tree), tree))
     if b"objects" in source or b"get_queryset" in source:
         module.queryset_helpers = queryset_helpers(tree)
     collector = _Collector(module, reference_models, source, task_decorators)
+    # Numbers a task's limits may name (`time_limit=EXPORT_BUDGET`); read only where a limit is written.
+    collector.constants = module_constants(tree) if b"time_limit" in source else {}
     collector.body(tree.body)
     for classes_methods in module.classes.values():
         for facts in classes_methods.values():

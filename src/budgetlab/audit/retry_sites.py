@@ -85,7 +85,7 @@ class ModuleReader:
         self.tuples = {node.targets[0].id: node.value for node in tree.body if type(node) is ast.Assign
                        and len(node.targets) == 1 and type(node.targets[0]) is ast.Name
                        and type(node.value) in (ast.Tuple, ast.List)}
-        self.retry_names = {"Retry"} | {alias.asname for node in ast.walk(tree) if type(node) is ast.ImportFrom
+        self.retry_names = {"Retry"} | {alias.asname for node in _statements(tree) if type(node) is ast.ImportFrom
                                          for alias in node.names if alias.name == "Retry" and alias.asname}
         by_node = {task.node: task for task in self.tasks}
         task_class_names = task_classes(tree)
@@ -99,6 +99,18 @@ class ModuleReader:
             function.watches_time = function.watches_time or any(
                 "deadline" in argument.arg.lower() for argument in ast.walk(node.args) if type(argument) is ast.arg)
             self.functions[node] = function
+
+
+def _statements(tree: ast.Module):
+    """Every statement of the module, in defs and classes too; an import is one, so expressions are passed over."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if type(children) is list:
+                stack.extend(children)
 
 
 def _functions(tree: ast.Module):
@@ -250,15 +262,106 @@ def _names(node: ast.expr | None) -> list[str]:
 
 
 def _tested(tests: tuple) -> tuple[str, ...]:
-    """Names and numbers in the tests that enclose a retry (`status_code == 429`), for what triggered it."""
+    """Names and numbers in the tests that enclose a retry (`status_code == 429`), for what triggered it.
+
+    A comparison of a status code is read as the set of codes it admits
+    (`>= 500`, `in range(500, 600)`, `// 100 == 5`, `500 <= status < 600`):
+    one that admits 429 or 503 adds "HTTP 429", "HTTP 5xx" or both, with the
+    comparison as written, and its numbers are not read one by one (`400 <=
+    status < 429` admits no refusal).
+    """
     found = []
     for test in tests:
+        read: set[int] = set()
         for node in ast.walk(test):
+            if type(node) is ast.Compare:
+                codes = status_codes(node)
+                if codes is not None:
+                    read.update(id(part) for part in ast.walk(node))
+                    kinds = [label for label, code in (("429", 429), ("5xx", 503)) if code in codes]
+                    if kinds:
+                        found.append(f"HTTP {' and '.join(kinds)} (`{short(node, 60)}`)")
+            if id(node) in read and type(node) is ast.Constant:
+                continue
             if type(node) is ast.Constant and isinstance(node.value, int) and not isinstance(node.value, bool):
                 found.append(str(node.value))
             elif type(node) in (ast.Name, ast.Attribute):
                 found.append(terminal_name(node) or "")
     return tuple(found)
+
+
+# The codes a status comparison is read over.
+_CODES = range(100, 600)
+
+
+def status_codes(compare: ast.Compare) -> set[int] | None:
+    """The HTTP status codes a comparison of a status admits, or None when it compares no status with numbers.
+
+    A status is a name or attribute that says so (`status`, `status_code`,
+    `response.status`, `http_code`), or such a name floor-divided by 100.
+    """
+    admitted = set(_CODES)
+    operands = [compare.left, *compare.comparators]
+    compared = False
+    for left, op, right in zip(operands, compare.ops, operands[1:]):
+        for subject, other, flipped in ((left, right, False), (right, left, True)):
+            scale = _status_scale(subject)
+            if scale is None:
+                continue
+            allowed = _allowed(op, other, flipped)
+            if allowed is None:
+                return None
+            admitted &= {code for code in _CODES if (code // scale) in allowed}
+            compared = True
+            break
+    return admitted if compared else None
+
+
+def _status_scale(node: ast.expr) -> int | None:
+    """1 for a status, 100 for `status // 100`, None for anything else."""
+    if type(node) is ast.BinOp and type(node.op) is ast.FloorDiv and type(node.right) is ast.Constant \
+            and node.right.value == 100:
+        return 100 if _status_scale(node.left) == 1 else None
+    name = terminal_name(node) if type(node) in (ast.Name, ast.Attribute) else None
+    if not name:
+        return None
+    name = name.lower()
+    return 1 if "status" in name or name == "code" or name.endswith("_code") else None
+
+
+_ORDER = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+          ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
+
+
+def _allowed(op: ast.cmpop, other: ast.expr, flipped: bool) -> set[int] | None:
+    """The values of the (scaled) status the comparison with other admits; None when other cannot be read."""
+    kind = type(op)
+    values = range(0, 600)
+    if kind in _ORDER:
+        if type(other) is not ast.Constant or not isinstance(other.value, int) or isinstance(other.value, bool):
+            return None
+        compare = _ORDER[kind]
+        return {value for value in values if (compare(other.value, value) if flipped else compare(value, other.value))}
+    if kind in (ast.In, ast.NotIn) and not flipped:
+        members = _members(other)
+        if members is None:
+            return None
+        return members if kind is ast.In else set(values) - members
+    return None
+
+
+def _members(node: ast.expr) -> set[int] | None:
+    """The numbers of a tuple, list or set of literals, or of `range(a, b)`; None for anything else."""
+    if type(node) in (ast.Tuple, ast.List, ast.Set):
+        numbers = [element.value for element in node.elts if type(element) is ast.Constant]
+        if len(numbers) == len(node.elts) and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            return set(numbers)
+        return None
+    if type(node) is ast.Call and type(node.func) is ast.Name and node.func.id == "range" and not node.keywords \
+            and 1 <= len(node.args) <= 3 and all(type(a) is ast.Constant and isinstance(a.value, int)
+                                                 for a in node.args):
+        return set(range(*(a.value for a in node.args)))
+    return None
 
 
 def _no_throw(call: ast.Call) -> bool:

@@ -123,12 +123,15 @@ def _queue_phrase(queues: list[str]) -> str:
 
 
 def check_launch_file(
-    display: str, text: str, kind: str, soft_limits: list[str] | None = None
+    display: str, text: str, kind: str, soft_limits: list[str] | None = None,
+    hard_limits: list[tuple[str, float | None]] | None = None,
 ) -> list[Finding]:
     """BL001 findings of one launch file.
 
     Every worker line that sets --soft-time-limit is also added to soft_limits
-    as "path:line", for BL002 to say where a task's soft limit comes from.
+    as "path:line", for BL002 to say where a task's soft limit comes from, and
+    every one that sets --time-limit to hard_limits as ("path:line", seconds
+    or None), for BL006.
     """
     lines, commands = read_commands(text, kind)
     semicolon = kind == "keyvalue"
@@ -138,6 +141,9 @@ def check_launch_file(
             limits, queues = _options(words)
             if soft_limits is not None:
                 soft_limits.extend(f"{display}:{word.line}" for flag, word, _ in limits if flag == LIMIT_FLAGS[0])
+            if hard_limits is not None:
+                hard_limits.extend((f"{display}:{word.line}", flag_seconds(value))
+                                   for flag, word, value in limits if flag == LIMIT_FLAGS[1])
             if not limits or _silenced(lines, command, semicolon):
                 continue
             for flag, word, value in limits:
@@ -145,6 +151,14 @@ def check_launch_file(
                 if message:
                     findings.append(Finding(display, word.line, word.column, "BL001", message, end_line=command.last_line))
     return findings
+
+
+def flag_seconds(value: str) -> float | None:
+    """The seconds a limit flag gives: a number, or the default of a shell fallback (`${X:-120}`); else None."""
+    fallback = _FALLBACK.match(value)
+    if fallback:
+        value = fallback.group("default")
+    return float(value) if _LITERAL.match(value) else None
 
 
 def _message(

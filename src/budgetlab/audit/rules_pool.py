@@ -5,25 +5,43 @@ hard one, threads, solo and (measured on Celery 5.6.3) eventlet none. A
 worker that runs one of those pools, by a launch line's --pool/-P or by a
 worker_pool setting, keeps showing the tasks' declared limits in `celery
 inspect` while nothing applies them. The rule flags the pool choice when
-the audited tree declares soft limits (in task decorators, task classes, a
-project-wide setting or a worker flag), since those are what go missing.
-It does not follow task routes to queues: every worker in the tree is
-matched against every declared limit.
+the audited tree declares a limit that pool drops: a soft limit on any of
+them, a hard limit on all but gevent (in task decorators, task classes, a
+project-wide setting or a worker flag). It does not follow task routes to
+queues: every worker in the tree is matched against every declared limit.
 """
 
 from __future__ import annotations
 
 import re
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from budgetlab.audit.findings import Finding
 from budgetlab.audit.launch_lines import read_commands
 from budgetlab.audit.noqa import silenced
 from budgetlab.audit.pyrecords import ModuleFacts
 from budgetlab.audit.rules_launch import _invocations, _options, _queue_phrase
+from budgetlab.audit.task_options import as_written
 
-#: What each pool does with the limits, as tests/pools measures it on Celery 5.6.3.
-DROPS = {"threads": "applies no time limit", "solo": "applies no time limit",
-         "eventlet": "applied no time limit when measured", "gevent": "applies only the hard limit"}
+#: What each pool does with the limits, as tests/pools measures it on Celery 5.6.3
+#: (docs/concepts/pools.md): which of the two it drops, and how the message says so.
+DROPS = {"threads": ("soft", "hard"), "solo": ("soft", "hard"), "eventlet": ("soft", "hard"), "gevent": ("soft",)}
+_APPLIES = {"threads": "applies neither time limit", "solo": "applies neither time limit",
+            "eventlet": "applied neither time limit when measured", "gevent": "applies only the hard limit"}
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A time limit the audited tree declares."""
+
+    #: "soft" (soft_time_limit) or "hard" (time_limit).
+    kind: str
+    #: Its number of seconds, or None where the audit cannot read it.
+    seconds: float | None
+    #: Where: "task `render`", "setting at settings.py:2", "worker flag at worker.sh:3".
+    where: str
 _SETTING = re.compile(rb"""\b(?:CELERY_WORKER_POOL|CELERYD_POOL|worker_pool)['"]?\s*[=:]\s*['"](?P<pool>threads|solo|gevent|eventlet)['"]""")
 
 
@@ -75,19 +93,46 @@ def _pool_value(texts: list[str], index: int) -> str | None:
     return None
 
 
-def declared_soft_limits(modules: list[ModuleFacts], worker_limits: list[str]) -> list[str]:
-    """Where the audited tree declares soft limits: "task name", "setting at path:line" or "worker flag at path:line"."""
+def declared_limits(modules: list[ModuleFacts], soft_flags: list[str],
+                    hard_flags: list[tuple[str, float | None]]) -> list[Declared]:
+    """Every limit the audited tree declares: in task decorators and classes, settings and worker flags."""
     found = []
     for module in modules:
-        functions = [*module.functions, *(f for methods in module.classes.values() for f in methods.values())]
-        found.extend(f.qualname for f in functions if getattr(f, "is_task", False) and getattr(f, "soft_limit", None))
-        if module.soft_limit_setting:
-            found.append(f"a setting at {module.display}:{module.soft_limit_setting}")
-    found.extend(f"a worker flag at {where}" for where in worker_limits)
+        # A method is among the module's functions and its class's methods: count it once.
+        functions = {id(f): f for f in [*module.functions, *(f for methods in module.classes.values()
+                                                               for f in methods.values())]}
+        for facts in functions.values():
+            if facts.is_task and (facts.soft_limit or "hard" in facts.limits):
+                for kind in ("soft", "hard"):
+                    if kind in facts.limits or (kind == "soft" and facts.soft_limit):
+                        found.append(Declared(kind, facts.limits.get(kind), f"task `{facts.qualname}`"))
+        for kind, (line, seconds) in module.limit_settings.items():
+            found.append(Declared(kind, seconds, f"setting at {Path(module.display).name}:{line}"))
+    found.extend(Declared("soft", None, f"worker flag at {Path(where).name}") for where in soft_flags)
+    found.extend(Declared("hard", seconds, f"worker flag at {Path(where).name}") for where, seconds in hard_flags)
     return found
 
 
-def message(who: str, pool: str, declared: list[str], source: str | None = None) -> str:
-    count = f"{len(declared)} declared soft limits" if len(declared) > 1 else "a declared soft limit"
+def dropped(pool: str, declared: list[Declared]) -> list[Declared]:
+    """The declared limits the pool does not apply."""
+    kinds = DROPS.get(pool, ())
+    return [limit for limit in declared if limit.kind in kinds]
+
+
+def message(who: str, pool: str, limits: list[Declared], source: str | None = None) -> str:
+    """`The worker ... runs the solo pool (...), which applies neither time limit: the hard limit of 43200 s (...) never applies`."""
     named = f" ({source})" if source else ""
-    return f"{who} runs the {pool} pool{named}, which {DROPS[pool]}: {count} (e.g. {declared[0]}) never apply"
+    parts = [_phrase(kind, [limit for limit in limits if limit.kind == kind]) for kind in ("soft", "hard")]
+    verb = "never applies" if len(limits) == 1 else "never apply"
+    return f"{who} runs the {pool} pool{named}, which {_APPLIES[pool]}: {' and '.join(filter(None, parts))} {verb}"
+
+
+def _phrase(kind: str, limits: list[Declared]) -> str:
+    if not limits:
+        return ""
+    first = limits[0]
+    amount = f"{as_written(first.seconds)} s" if first.seconds is not None else ""
+    if len(limits) == 1:
+        return f"the {kind} limit of {amount} ({first.where})" if amount else f"the {kind} limit ({first.where})"
+    example = f"{amount}, {first.where}" if amount else first.where
+    return f"{len(limits)} {kind} limits (e.g. {example})"

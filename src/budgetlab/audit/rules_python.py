@@ -16,6 +16,10 @@ _MAX_DEPTH = 8
 # Further away, whether a loop's failure stops anything depends on callers
 # the finding could not name; on real code bases most such findings were wrong.
 _SWEEP_DEPTH = 2
+# A loop's call counts as isolating the row, or as doing no work a row could fail, when the helper it
+# reaches does so itself or hands each piece of its own work to helpers that do, at most this many calls
+# down from the loop: loop -> helper -> helper.
+_HELPER_DEPTH = 2
 
 
 def _where(facts: FunctionFacts) -> str:
@@ -144,8 +148,8 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
             if task is None and not sweep:
                 continue
             for loop in facts.queryset_loops:
-                if loop.helper is not None and _helper_isolates(project, facts, loop):
-                    continue
+                if all(not write and _handled(project, facts, target, 1) for target, write in loop.work):
+                    continue  # every piece of the row's work goes to a helper that isolates it or cannot fail on it
                 if not loop.writes and any(
                     line > loop.line and name in loop.gathered for line, name in facts.bulk_writes
                 ):
@@ -157,6 +161,11 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
                     else f"{_where(facts)}, reached from task {_where(task[0])}" if task
                     else f"sweep {_where(facts)}"
                 )
+                around = ""
+                if loop.enclosing_try:
+                    label, line = loop.enclosing_try
+                    around = f" (the `{label}` at line {line} is around the whole loop: it catches that row's " \
+                             "error after the sweep has stopped)"
                 findings.append(
                     Finding(
                         module.display,
@@ -164,17 +173,51 @@ def unisolated_queryset_loops(project: Project, in_tasks: dict) -> list[Finding]
                         loop.column,
                         "BL003",
                         f"`for {_short(loop.loop.target)} in {_short(loop.loop.iter)}` in {where}: "
-                        "one row that raises stops the rows after it",
+                        f"one row that raises stops the rows after it{around}",
                         end_line=loop.end_line,
                     )
                 )
     return findings
 
 
-def _helper_isolates(project: Project, facts: FunctionFacts, loop) -> bool:
-    """True when the loop's one call isolates the row itself, or does no work a row could fail (astshapes.no_row_work)."""
-    callees = project.callees(facts, Call(loop.helper, True, loop.line, loop.column))
-    return any(callee.has_try_handler or callee.no_row_work for callee in callees)
+def _handled(project: Project, caller: FunctionFacts, target, depth: int) -> bool:
+    """True when a call reaches a helper that isolates the item or does no work a row could fail.
+
+    A helper found in the audited files isolates when it holds a try whose
+    handler catches every error and goes on (astshapes.isolates), and does no
+    row work when its calls are all plumbing, logging, CSV or log writes or
+    queueing; or, at most _HELPER_DEPTH calls down from the loop, when each
+    piece of its own work is a call to a helper that does. A helper the audit
+    cannot find counts as work done inline.
+    """
+    if target is None:
+        return False
+    return any(_isolates(project, callee, depth) or _no_work(project, callee, depth)
+               for callee in project.callees(caller, Call(target, True, 0, 0)))
+
+
+def _isolates(project: Project, facts: FunctionFacts, depth: int) -> bool:
+    """A helper isolates with a try that isolates and no write outside one, or by handing its work to helpers that do.
+
+    The second only closer than _HELPER_DEPTH calls to the loop (astshapes.loop_work says why a write counts).
+    """
+    if facts.isolating_try:
+        return not any(write for _, write in facts.work)
+    return depth < _HELPER_DEPTH and bool(facts.work) and all(
+        not write and _handled(project, facts, target, depth + 1) for target, write in facts.work)
+
+
+def _no_work(project: Project, facts: FunctionFacts, depth: int) -> bool:
+    if facts.no_row_work:
+        return True
+    if depth >= _HELPER_DEPTH or not facts.makes_calls:
+        return False
+    for target, write in facts.row_work:
+        if write or target is None:
+            return False
+        if not any(_no_work(project, callee, depth + 1) for callee in project.callees(facts, Call(target, False, 0, 0))):
+            return False
+    return True
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:

@@ -25,6 +25,9 @@ _ACKS_LATE = {"task_acks_late", "CELERY_TASK_ACKS_LATE", "CELERY_ACKS_LATE"}
 _OPTIONS = {"broker_transport_options", "CELERY_BROKER_TRANSPORT_OPTIONS", "BROKER_TRANSPORT_OPTIONS"}
 _BROKER = {"broker_url", "CELERY_BROKER_URL", "BROKER_URL"}
 _TIME_LIMIT = {"task_time_limit", "CELERY_TASK_TIME_LIMIT", "CELERYD_TASK_TIME_LIMIT"}
+# Parts of every name above, of `Celery(broker=...)` and of `countdown=`, in either case.
+_WORDS = (b"acks_late", b"ACKS_LATE", b"ransport_options", b"RANSPORT_OPTIONS", b"roker", b"ROKER",
+          b"ime_limit", b"IME_LIMIT", b"countdown")
 
 
 @dataclass
@@ -41,11 +44,21 @@ class _Project:
     countdowns: list[tuple] = field(default_factory=list)
 
 
-def check_redelivery(sources: list[tuple[str, ast.Module]]) -> list[Finding]:
-    """Findings of BL007 over (display path, parsed module) pairs taken together."""
+def check_redelivery(sources: list[tuple[str, ast.Module, bytes]]) -> list[Finding]:
+    """Findings of BL007 over (display path, parsed module, its bytes) triples taken together."""
     project = _Project()
-    for display, tree in sources:
-        _read(display, tree, project)
+    for display, tree, data in sources:
+        read_module(display, tree, data, project)
+    return judge(project)
+
+
+def new_project() -> _Project:
+    """An empty record of the settings and places, filled module by module with read_module()."""
+    return _Project()
+
+
+def judge(project: _Project) -> list[Finding]:
+    """BL007's findings once every module has been read into the project."""
     if project.brokers and all(url.split(":", 1)[0].lower() in _OWN_ACKS for url in project.brokers):
         return []
     timeout = project.visibility_timeout or DEFAULT_VISIBILITY_TIMEOUT
@@ -66,17 +79,27 @@ def check_redelivery(sources: list[tuple[str, ast.Module]]) -> list[Finding]:
     return findings
 
 
-def _read(display: str, tree: ast.Module, project: _Project) -> None:
-    constants = module_constants(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                _setting(_setting_name(target), node.value, constants, project)
-        elif isinstance(node, ast.Call):
-            _call(display, node, constants, project)
-    for declared in task_declarations(tree):
-        if type(declared.node) in FUNCTIONS:
-            _task(display, declared, constants, project)
+def read_module(display: str, tree: ast.Module, data: bytes, project: _Project) -> None:
+    """Add one module's settings, tasks and countdowns to the project.
+
+    Every setting and call the rule reads spells one of _WORDS in the source,
+    and every task decorator it reads says `task`: a module without them is
+    passed over without walking its tree, which most modules are.
+    """
+    if any(word in data for word in _WORDS):
+        constants = module_constants(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    _setting(_setting_name(target), node.value, constants, project)
+            elif isinstance(node, ast.Call):
+                _call(display, node, constants, project)
+    else:
+        constants = None
+    if b"task" in data:
+        for declared in task_declarations(tree):
+            if type(declared.node) in FUNCTIONS:
+                _task(display, declared, module_constants(tree) if constants is None else constants, project)
 
 
 def _setting_name(target: ast.expr) -> str | None:

@@ -10,9 +10,12 @@ and retry calls (retry_sites.py) and reports:
   Celery's default delay, which the code never set, for at least that limit
   in all, while nothing bounds the total: no `expires` on the task, on a
   send of it or on a retry, no deadline compared with a clock;
-- a retry after a rate limit or an overload (RateLimitError, 429, 503,
-  throttled...) whose delay has no random part, so tasks refused together
-  come back together;
+- a retry after a rate limit or an overload (RateLimitError, 429, 503, a
+  status range that admits them such as `>= 500`, throttled...) whose delay
+  has no random part, so tasks refused together come back together;
+- a retry by hand, with no countdown, in a task whose `retry_backoff` only
+  autoretry_for reads (celery/app/autoretry.py lines 21-24 and 48-54), so
+  every retry waits the same default_retry_delay;
 - a task sending itself again from a handler without the `expires` its
   first send carries (self.retry() would keep it);
 - a catch-all handler that swallows the Retry a retry call raises
@@ -46,6 +49,9 @@ _RANDOM = frozenset({"uniform", "random", "randint", "randrange", "triangular", 
                      "expovariate", "betavariate", "lognormvariate", "choice", "randbelow"})
 # Calls whose result depends only on their arguments: they add no spread, and hide none.
 _PURE = frozenset({"max", "min", "float", "int", "abs", "round", "pow", "len", "get", "total_seconds"})
+# An attribute named retry, and `expires=` as a keyword: the text a module needs for either to be worth a walk.
+_RETRY_CALL = re.compile(rb"\.retry\b")
+_EXPIRES_KEYWORD = re.compile(rb"\bexpires\s*=")
 
 
 @dataclass
@@ -60,19 +66,23 @@ class Schedule:
     wait_text: str
     #: The pause is Celery's default_retry_delay, which the code never set.
     default_delay: bool = False
+    #: What bounds the retries, for the message: "3 retries at most (Celery's default)", "for ever (...)".
+    bound: str = ""
+    #: A retry call that names no countdown or eta: it waits default_retry_delay (the task's or Celery's).
+    retry_delay: bool = False
 
 
-def check_retries(sources, tree_of, modules: list[ModuleFacts]) -> list[Finding]:
+def check_retries(readers: dict, expiring: set[str], sources, tree_of, modules: list[ModuleFacts]) -> list[Finding]:
     """Findings of BL008 over every audited module taken together.
 
+    readers maps the display path of each module that mentions a retry to
+    its ModuleReader, and expiring holds the names sent with `expires=`
+    (expiring_sends), both made while each module's tree was at hand.
     sources maps each module's display path to (bytes, task decorators from
-    its config); tree_of(display) parses a module (once). Only modules that
-    mention a retry, or an expiry, are read; callers of a helper that
-    raises Retry are found through the modules' facts.
+    its config) and tree_of(display) parses a module again: callers of a
+    helper that raises Retry are found through the modules' facts, and only
+    those callers' modules are read a second time.
     """
-    readers = {display: ModuleReader(display, tree_of(display), decorators)
-               for display, (data, decorators) in sources.items() if b"retry" in data}
-    expiring = _expiring_sends(sources, tree_of)
     findings = []
     for reader in readers.values():
         for task in reader.tasks:
@@ -81,15 +91,38 @@ def check_retries(sources, tree_of, modules: list[ModuleFacts]) -> list[Finding]
     return findings
 
 
+def reads_module(data: bytes, task_decorators: frozenset[str] = frozenset()) -> bool:
+    """True for a module BL008 reads through a ModuleReader now: one that mentions a retry, with tasks or retry calls.
+
+    What a reader gives is the retries of the module's tasks and its retry
+    calls (`X.retry(...)`): a module that declares no task (no `task`, no
+    `Task`, none of the configured task decorators) and calls no `.retry` gives
+    nothing, and the few such modules a helper's caller needs are read later.
+    """
+    if b"retry" not in data:
+        return False
+    return b"task" in data or b"Task" in data or _RETRY_CALL.search(data) is not None or any(
+        name.encode() in data for name in task_decorators)
+
+
 # Schedules -----------------------------------------------------------------
 
 
-def _count(reader: ModuleReader, value: ast.expr | None) -> int | None:
-    """Retries at most, from a max_retries value; a missing one is Celery's default, None is no limit."""
+def _count(reader: ModuleReader, value: ast.expr | None) -> tuple[int | None, str]:
+    """(retries at most, what the message says bounds them) from a max_retries value.
+
+    A missing one is Celery's default of 3 (celery/app/task.py line 218);
+    None on the task never stops (lines 216-217).
+    """
     if value is None:
-        return MAX_RETRIES
-    read = None if _is_none(value) else number(value, reader.constants)
-    return int(read) if read is not None else None
+        return MAX_RETRIES, f"{MAX_RETRIES} retries at most (Celery's default)"
+    if _is_none(value):
+        return None, "for ever (max_retries=None)"
+    read = number(value, reader.constants)
+    if read is None:
+        return None, f"max_retries={short(value)} retries at most"
+    count = int(read)
+    return count, f"{'1 retry' if count == 1 else f'{count} retries'} at most (max_retries={short(value)})"
 
 
 def _delay(task: TaskDeclaration, countdown: ast.expr | None, text: str) -> tuple[str, bool]:
@@ -111,20 +144,25 @@ def _autoretry(reader: ModuleReader, task: TaskDeclaration) -> Schedule | None:
     if retry_kwargs is None:
         return Schedule(None, "unknown", "retry_kwargs")
     if "max_retries" in retry_kwargs and not _is_none(retry_kwargs["max_retries"]):
-        count = _count(reader, retry_kwargs["max_retries"])
+        count, bound = _count(reader, retry_kwargs["max_retries"])
     else:
-        count = _count(reader, options.get("max_retries"))
+        count, bound = _count(reader, options.get("max_retries"))
     backoff = options.get("retry_backoff")
-    if backoff is None or (type(backoff) is ast.Constant and not backoff.value):
+    if not _backs_off(backoff):
         wait_text, default = _delay(task, retry_kwargs.get("countdown"), "retry_kwargs countdown")
-        return Schedule(count, "fixed", wait_text, default)
+        return Schedule(count, "fixed", wait_text, default, bound)
     jitter = options.get("retry_jitter")  # on by default (line 30), and only read with retry_backoff
     spread = "spread" if jitter is None or (type(jitter) is ast.Constant and jitter.value is True) else \
         "fixed" if type(jitter) is ast.Constant and jitter.value is False else "unknown"
     readable = type(backoff) is ast.Constant or number(backoff, reader.constants) is not None
     return Schedule(count, spread if readable else "unknown",
                     f"an exponential backoff (retry_backoff={short(backoff)}, retry_jitter="
-                    f"{short(jitter) if jitter else True})")
+                    f"{short(jitter) if jitter else True})", bound=bound)
+
+
+def _backs_off(backoff: ast.expr | None) -> bool:
+    """True for a retry_backoff option that turns the backoff on (celery/app/autoretry.py lines 21-24 and 48)."""
+    return backoff is not None and not (type(backoff) is ast.Constant and not backoff.value)
 
 
 def _retry_call(function: Function, task: TaskDeclaration, site: Site) -> Schedule:
@@ -140,18 +178,19 @@ def _retry_call(function: Function, task: TaskDeclaration, site: Site) -> Schedu
             return Schedule(None, "unknown", "**" + short(keyword.value))
         given.update(spelled)
     if "max_retries" in given and not _is_none(given["max_retries"]):  # None there means the task's own
-        count = _count(reader, given["max_retries"])
+        count, bound = _count(reader, given["max_retries"])
     else:
-        count = _count(reader, task.options.get("max_retries"))
+        count, bound = _count(reader, task.options.get("max_retries"))
     if "eta" in given:
-        return Schedule(count, "unknown", "eta")
+        return Schedule(count, "unknown", "eta", bound=bound)
     if given.get("countdown") is None:
-        return Schedule(count, "fixed", *_delay(task, None, ""))
+        return Schedule(count, "fixed", *_delay(task, None, ""), bound, retry_delay=True)
     countdown = _option(task, given["countdown"]) or given["countdown"]
     parameters = {argument.arg for argument in ast.walk(function.node.args) if type(argument) is ast.arg}
     if type(countdown) is ast.Name and countdown.id in parameters and countdown.id not in function.assigned:
-        return Schedule(count, "unknown", f"countdown={countdown.id}")  # the caller chooses it
-    return Schedule(count, _spread(countdown, reader, function.assigned), f"countdown={short(countdown)}")
+        return Schedule(count, "unknown", f"countdown={countdown.id}", bound=bound)  # the caller chooses it
+    return Schedule(count, _spread(countdown, reader, function.assigned), f"countdown={short(countdown)}",
+                    bound=bound)
 
 
 def _spread(expression: ast.expr, reader: ModuleReader, assigned: dict, depth: int = 0) -> str:
@@ -214,10 +253,20 @@ def _judge_task(reader: ModuleReader, task: TaskDeclaration, expiring: set[str])
         trigger = _overload(_exception_names(reader, task.options["autoretry_for"]))
         if trigger:
             findings.append(_at(reader, task.options["autoretry_for"], _in_step(trigger, "autoretry", autoretry)))
+    backoff = task.options.get("retry_backoff")
     for site, schedule in retries:
+        retrier = f"`{short(site.call.func)}()`"
+        if _backs_off(backoff) and schedule.retry_delay:
+            # Task.retry never reads retry_backoff: only autoretry_for's wrapper does (celery/app/autoretry.py
+            # lines 21-24 and 48-54), and it lets a Retry raised by hand through untouched (lines 43-44).
+            findings.append(_at(reader, site.call, (
+                f"{retrier} waits {schedule.wait_text} before every retry, {schedule.bound}: "
+                f"retry_backoff={short(backoff)} applies only to autoretry_for, not to a retry by hand, so "
+                "tasks that fail together come back together")))
+            continue
         trigger = _overload(site.after)
         if trigger and schedule.spread == "fixed":
-            findings.append(_at(reader, site.call, _in_step(trigger, f"`{short(site.call.func)}()`", schedule)))
+            findings.append(_at(reader, site.call, _in_step(trigger, retrier, schedule)))
     for _, site in sites:
         if site.kind == "resend" and sent_expiring and not watched and "expires" not in _keywords(site.call):
             findings.append(_at(reader, site.call, f"`{short(site.call.func)}()` sends `{task.name}` again without "
@@ -227,8 +276,8 @@ def _judge_task(reader: ModuleReader, task: TaskDeclaration, expiring: set[str])
 
 
 def _in_step(trigger: str, retrier: str, schedule: Schedule) -> str:
-    return (f"after {trigger}, {retrier} waits {schedule.wait_text} with no random part: tasks refused together "
-            "come back together")
+    return (f"after {trigger}, {retrier} waits {schedule.wait_text} with no random part, {schedule.bound}: "
+            "tasks refused together come back together")
 
 
 def _clock(reader: ModuleReader, task: TaskDeclaration, schedules: list[Schedule]) -> str | None:
@@ -266,6 +315,8 @@ def _exception_names(reader: ModuleReader, node: ast.expr, depth: int = 0) -> li
 def _overload(names) -> str | None:
     """The first name or status code that says the service was overloaded, as the message shows it."""
     for name in names:
+        if name.startswith("HTTP "):  # a status comparison that admits 429 or 5xx (retry_sites.status_codes)
+            return name
         if name and _OVERLOAD.search(name.lower().replace("_", "")):
             return f"HTTP {name}" if name.isdigit() else name
     return None
@@ -274,21 +325,20 @@ def _overload(names) -> str | None:
 # Small readers ---------------------------------------------------------------
 
 
-def _expiring_sends(sources: dict, tree_of) -> set[str]:
-    """Names of the tasks some call sends with `expires=` (`task.apply_async(..., expires=60)`), and their names as sent."""
+def expiring_sends(tree: ast.Module, data: bytes) -> set[str]:
+    """Names of the tasks a module sends with `expires=` (`task.apply_async(..., expires=60)`), and their names as sent."""
     names: set[str] = set()
-    for display, (data, _) in sources.items():
-        if b"expires" not in data:
-            continue
-        for node in ast.walk(tree_of(display)):
-            if type(node) is ast.Call and any(keyword.arg == "expires" for keyword in node.keywords):
-                root = node.func
-                while type(root) in (ast.Attribute, ast.Call):
-                    root = root.value if type(root) is ast.Attribute else root.func
-                if type(root) is ast.Name:
-                    names.add(root.id)
-                if node.args and type(node.args[0]) is ast.Constant and isinstance(node.args[0].value, str):
-                    names.add(node.args[0].value)  # send_task("app.tasks.answer", ..., expires=...)
+    if _EXPIRES_KEYWORD.search(data) is None:
+        return names
+    for node in ast.walk(tree):
+        if type(node) is ast.Call and any(keyword.arg == "expires" for keyword in node.keywords):
+            root = node.func
+            while type(root) in (ast.Attribute, ast.Call):
+                root = root.value if type(root) is ast.Attribute else root.func
+            if type(root) is ast.Name:
+                names.add(root.id)
+            if node.args and type(node.args[0]) is ast.Constant and isinstance(node.args[0].value, str):
+                names.add(node.args[0].value)  # send_task("app.tasks.answer", ..., expires=...)
     return names
 
 

@@ -14,10 +14,11 @@ from budgetlab.audit.launch_values import LaunchValues
 from budgetlab.audit.noqa import silenced
 from budgetlab.audit.pyfacts import collect
 from budgetlab.audit.rules_launch import check_launch_file
-from budgetlab.audit.rules_pool import DROPS, declared_soft_limits, launch_pools, message, pool_settings
+from budgetlab.audit.rules_pool import DROPS, declared_limits, dropped, launch_pools, message, pool_settings
 from budgetlab.audit.rules_python import check_python
-from budgetlab.audit.rules_redelivery import check_redelivery
-from budgetlab.audit.rules_retry import check_retries
+from budgetlab.audit.retry_sites import ModuleReader
+from budgetlab.audit.rules_redelivery import judge, new_project, read_module
+from budgetlab.audit.rules_retry import check_retries, expiring_sends, reads_module
 from budgetlab.audit.sources import (
     Unreadable,
     decode_text,
@@ -75,7 +76,13 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
                 work.append((absolute, kind, config))
 
     result = AuditResult()
+    enabled = set().union(*(config.enabled for _, _, config in work)) if work else set()
+    # BL007 and BL008 read what they need from each tree while it is at hand, so every file is parsed once.
+    redelivery = new_project() if "BL007" in enabled else None
+    readers: dict[str, ModuleReader] = {}
+    expiring: set[str] = set()
     worker_limits: list[str] = []
+    hard_flags: list[tuple[str, float | None]] = []
     modules = []
     python_sources: dict[str, tuple[bytes, object]] = {}
     pools: list[tuple[Finding, str, object]] = []  # BL006 candidates: where a worker picks its pool, and which
@@ -102,20 +109,26 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
         if kind == "python":
             modules.append(collect(tree, absolute, display, config.reference_models, data, config.task_decorators))
             python_sources[display] = (data, config)
+            if redelivery is not None:
+                read_module(display, tree, data, redelivery)
+            if "BL008" in enabled:
+                if reads_module(data, config.task_decorators):
+                    readers[display] = ModuleReader(display, tree, config.task_decorators)
+                expiring |= expiring_sends(tree, data)
             pools.extend((Finding(display, line, column, "BL006", "The worker configured here"), pool, config)
                          for line, column, pool in pool_settings(data))
             del tree
         else:
             pools.extend((finding, pool, config) for finding, pool in launch_pools(display, text, kind))
             values.read(display, text, kind)
-            findings = check_launch_file(display, text, kind, worker_limits)
+            findings = check_launch_file(display, text, kind, worker_limits, hard_flags)
             if "BL001" in config.enabled and findings:
                 result.findings.extend(findings)
                 result.sources[display] = text.splitlines()
 
-    enabled = set().union(*(config.enabled for _, _, config in work)) if work else set()
     if modules and enabled - {"BL001"}:
-        for finding in _python_findings(modules, enabled, worker_limits, python_sources):
+        later = (redelivery, readers, expiring)
+        for finding in _python_findings(modules, enabled, worker_limits, python_sources, later):
             data, config = python_sources[finding.path]
             if finding.code not in config.enabled:
                 continue
@@ -126,14 +139,14 @@ def _audit(paths: list[str], select: list[str] | None, ignore: list[str] | None)
             if any(silenced(line, finding.code) for line in statement):
                 continue
             result.findings.append(_character_column(finding, statement[0] if statement else ""))
-    result.findings.extend(_pool_findings(pools, values, modules, worker_limits, python_sources, result))
+    result.findings.extend(_pool_findings(pools, values, modules, (worker_limits, hard_flags), python_sources, result))
     result.findings = sorted(set(result.findings))
     result.skipped.sort()
     return result
 
 
-def _pool_findings(pools, values, modules, worker_limits, python_sources, result) -> list[Finding]:
-    """BL006: each worker on a pool that drops the limits, once the tree declares soft limits at all.
+def _pool_findings(pools, values, modules, flags, python_sources, result) -> list[Finding]:
+    """BL006: each worker on a pool that drops a limit the tree declares.
 
     A pool named through a variable or a Helm value counts with each value a launch file gives it.
     """
@@ -144,9 +157,12 @@ def _pool_findings(pools, values, modules, worker_limits, python_sources, result
         dropping = [(pool, source) for pool, source in values.resolve(word) if pool in DROPS]
         if dropping:
             chosen.append((finding, dropping[0]))
-    declared = declared_soft_limits(modules, worker_limits) if chosen else []
+    declared = declared_limits(modules, *flags) if chosen else []
     found = []
-    for finding, (pool, source) in chosen if declared else []:
+    for finding, (pool, source) in chosen:
+        limits = dropped(pool, declared)
+        if not limits:
+            continue
         if finding.path in python_sources:
             lines = result.sources.get(finding.path)
             if lines is None:
@@ -155,25 +171,28 @@ def _pool_findings(pools, values, modules, worker_limits, python_sources, result
                 continue
         else:
             result.sources.setdefault(finding.path, [])
-        found.append(dataclasses.replace(finding, message=message(finding.message, pool, declared, source)))
+        found.append(dataclasses.replace(finding, message=message(finding.message, pool, limits, source)))
     return found
 
 
-def _python_findings(modules, enabled: set[str], worker_limits, python_sources: dict):
-    """The Python rules' findings; BL007 and BL008 parse modules again, once, as the facts keep no settings."""
+def _python_findings(modules, enabled: set[str], worker_limits, python_sources: dict, later):
+    """The Python rules' findings; later holds what BL007 and BL008 read in the first pass.
+
+    A module is parsed again only where BL008 follows a helper that raises
+    Retry into a caller whose module never mentions a retry.
+    """
     yield from check_python(modules, enabled, worker_limits)
-    trees: dict = {}
-
-    def tree_of(display: str):
-        if display not in trees:
-            trees[display] = parse_python(python_sources[display][0], display)
-        return trees[display]
-
-    if "BL007" in enabled:
-        yield from check_redelivery([(display, tree_of(display)) for display in python_sources])
+    redelivery, readers, expiring = later
+    if redelivery is not None:
+        yield from judge(redelivery)
     if "BL008" in enabled:
-        yield from check_retries({display: (data, config.task_decorators)
-                                  for display, (data, config) in python_sources.items()}, tree_of, modules)
+
+        def tree_of(display: str):
+            return parse_python(python_sources[display][0], display)
+
+        yield from check_retries(readers, expiring, {display: (data, config.task_decorators)
+                                                     for display, (data, config) in python_sources.items()},
+                                 tree_of, modules)
 
 
 def _capitalised(reason: str) -> str:

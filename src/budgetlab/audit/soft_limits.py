@@ -1,4 +1,4 @@
-"""Where Celery's project-wide soft time limit is set, and which tasks a setting reaches.
+"""Where Celery's project-wide time limits are set, and which tasks a setting reaches.
 
 Only Celery's own ways of setting it count: a module-level assignment of
 `task_soft_time_limit` (or `CELERY_TASK_SOFT_TIME_LIMIT`, or the pre-4.0
@@ -7,7 +7,8 @@ Only Celery's own ways of setting it count: a module-level assignment of
 A class attribute of the same name (a REST framework serializer field, a
 form field), a dict key in any other dict, or a value that only reads the
 setting set nothing, so they are passed over. A value of None or 0, or one
-read from the environment with no default, sets no limit either.
+read from the environment with no default, sets no limit either. The hard
+limit (`task_time_limit`, `CELERY_TASK_TIME_LIMIT`) is read the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ast
 from pathlib import Path
 
 NAMES = frozenset({"task_soft_time_limit", "CELERY_TASK_SOFT_TIME_LIMIT", "CELERYD_TASK_SOFT_TIME_LIMIT"})
+HARD_NAMES = frozenset({"task_time_limit", "CELERY_TASK_TIME_LIMIT", "CELERYD_TASK_TIME_LIMIT"})
 # Files of a Django project package: its settings reach the apps beside the package, not only its own folder.
 _PROJECT_PACKAGE_FILES = ("urls.py", "wsgi.py", "asgi.py")
 
@@ -24,29 +26,41 @@ def setting_line(tree: ast.Module, source: bytes) -> int:
     """Line of the first statement that sets a soft limit for every task, or 0."""
     if b"oft_time_limit" not in source and b"OFT_TIME_LIMIT" not in source:
         return 0
+    return setting(tree, NAMES)[0]
+
+
+def hard_setting(tree: ast.Module, source: bytes) -> tuple[int, ast.expr | None]:
+    """(line, value) of the first statement that sets a hard limit for every task, or (0, None)."""
+    if b"ask_time_limit" not in source and b"ASK_TIME_LIMIT" not in source:
+        return 0, None
+    return setting(tree, HARD_NAMES)
+
+
+def setting(tree: ast.Module, names: frozenset[str]) -> tuple[int, ast.expr | None]:
+    """(line, value) of the first statement that sets one of the names for every task, or (0, None)."""
     unset = _env_without_default(tree)
     for statement in _module_level(tree.body):
         kind = type(statement)
         if kind is ast.Assign or kind is ast.AnnAssign:
             targets = statement.targets if kind is ast.Assign else [statement.target]
-            if any(type(t) is ast.Name and t.id in NAMES for t in targets) and _sets(statement.value, unset):
-                return statement.lineno
+            if any(type(t) is ast.Name and t.id in names for t in targets) and _sets(statement.value, unset):
+                return statement.lineno, statement.value
     for node in ast.walk(tree):
         kind = type(node)
         if kind is ast.Assign:
             for target in node.targets:
-                if _conf_target(target) and _sets(node.value, unset):
-                    return node.lineno
+                if _conf_target(target, names) and _sets(node.value, unset):
+                    return node.lineno, node.value
         elif kind is ast.Call and _conf_update(node):
             for keyword in node.keywords:
-                if keyword.arg in NAMES and _sets(keyword.value, unset):
-                    return node.lineno
+                if keyword.arg in names and _sets(keyword.value, unset):
+                    return node.lineno, keyword.value
             for argument in node.args:
                 if type(argument) is ast.Dict:
                     for key, value in zip(argument.keys, argument.values):
-                        if type(key) is ast.Constant and key.value in NAMES and _sets(value, unset):
-                            return node.lineno
-    return 0
+                        if type(key) is ast.Constant and key.value in names and _sets(value, unset):
+                            return node.lineno, value
+    return 0, None
 
 
 def _module_level(statements: list[ast.stmt]):
@@ -69,12 +83,12 @@ def _has_conf(node: ast.AST) -> bool:
     return type(node) is ast.Attribute and node.attr == "conf"
 
 
-def _conf_target(target: ast.expr) -> bool:
+def _conf_target(target: ast.expr, names: frozenset[str]) -> bool:
     if type(target) is ast.Attribute:
-        return target.attr in NAMES and _has_conf(target.value)
+        return target.attr in names and _has_conf(target.value)
     if type(target) is ast.Subscript:
         key = target.slice
-        return type(key) is ast.Constant and key.value in NAMES and _has_conf(target.value)
+        return type(key) is ast.Constant and key.value in names and _has_conf(target.value)
     return False
 
 
@@ -85,7 +99,12 @@ def _conf_update(call: ast.Call) -> bool:
 
 def _env_without_default(tree: ast.Module) -> set[str]:
     """Environment names a django-environ `Env(NAME=(type, None))` schema declares with the default None or 0."""
-    names = set()
+    return {name for name, last in env_schema(tree).items() if type(last) is ast.Constant and last.value in (None, 0)}
+
+
+def env_schema(tree: ast.Module) -> dict[str, ast.expr]:
+    """Environment name -> the default a django-environ `Env(NAME=(type, default))` schema gives it."""
+    names = {}
     for node in ast.walk(tree):
         if type(node) is ast.Call and type(node.func) in (ast.Name, ast.Attribute):
             func = node.func
@@ -94,10 +113,40 @@ def _env_without_default(tree: ast.Module) -> set[str]:
             for keyword in node.keywords:
                 value = keyword.value
                 if keyword.arg and type(value) is ast.Tuple and value.elts:
-                    last = value.elts[-1]
-                    if type(last) is ast.Constant and last.value in (None, 0):
-                        names.add(keyword.arg)
+                    names[keyword.arg] = value.elts[-1]
     return names
+
+
+def seconds(value: ast.expr | None, constants: dict, tree: ast.Module) -> float | None:
+    """The seconds a setting's value gives, through an environment read's default; None where unreadable.
+
+    `12 * 60 * 60`, `TWELVE_HOURS`, `env("LIMIT")` with `Env(LIMIT=(int, 43200))`,
+    `env.int("LIMIT", default=43200)`, `int(os.environ.get("LIMIT", "43200"))`.
+    """
+    from budgetlab.audit.task_options import number
+
+    if value is None:
+        return None
+    found = number(value, constants)
+    if found is not None or type(value) is not ast.Call:
+        return found
+    func = value.func
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    if name in ("int", "float") and len(value.args) == 1:
+        return seconds(value.args[0], constants, tree)
+    keywords = {keyword.arg: keyword.value for keyword in value.keywords if keyword.arg}
+    default = keywords.get("default")
+    first = value.args[0] if value.args else None
+    if default is None and len(value.args) >= 2:
+        default = value.args[1]
+    if default is None and type(first) is ast.Constant and type(first.value) is str:
+        default = env_schema(tree).get(first.value)
+    if type(default) is ast.Constant and type(default.value) is str:
+        try:
+            return float(default.value)
+        except ValueError:
+            return None
+    return number(default, constants) if default is not None else None
 
 
 def _sets(value: ast.expr | None, unset: set[str]) -> bool:
