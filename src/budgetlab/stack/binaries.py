@@ -162,7 +162,8 @@ def installed_postgres_dirs() -> list[Path]:
 
 def installed_redis_programs() -> list[Path]:
     """Return the places an installed redis-server or valkey-server may lie, in the order they are tried."""
-    places = [Path(found).resolve() for name in REDIS_PROGRAMS if (found := shutil.which(name))]
+    # Not resolved: Debian's redis-server is a link to redis-check-rdb, which acts by the name it is called by.
+    places = [Path(found) for name in REDIS_PROGRAMS if (found := shutil.which(name))]
     places += [Path(prefix) / "bin" / name for prefix in HOMEBREW_PREFIXES for name in REDIS_PROGRAMS]
     unique = []
     for place in places:
