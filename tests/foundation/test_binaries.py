@@ -159,3 +159,15 @@ def test_without_proc_the_process_table_comes_from_ps_with_the_same_answers(monk
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_redis_server_that_is_a_link_is_run_by_the_name_path_gives_it(machine):
+    """Debian's redis-server links to redis-check-rdb, which acts as the server only when called redis-server."""
+    target = machine.root / "usr-bin" / "redis-check-rdb"
+    target.parent.mkdir()
+    target.write_text('#!/bin/sh\n[ "${0##*/}" = redis-server ] && echo "Redis server v=7.0.15 sha=0"\n'
+                      'exit 0\n')
+    target.chmod(0o755)
+    (machine.on_path / "redis-server").symlink_to(target)
+    found = binaries.find_redis()
+    assert (found.path, found.version) == (machine.on_path / "redis-server", (7, 0, 15))
