@@ -29,9 +29,9 @@ pytestmark = pytest.mark.stack
 def _notebooks() -> list[tuple[Path, int]]:
     """The labs' notebooks (the manifest's), each RUNS times.
 
-    The docs' rendered copies have their lab notebook's cells (tests/notebooks/test_budget_notebook.py
-    checks), so running them too would run the same cells again; BUDGETLAB_NOTEBOOK_RUNS=5 by hand runs the
-    lab notebooks five times, as issue 40 asks.
+    The docs' copies are these notebooks run once and saved (scripts/render_notebooks.py), so running them
+    too would run the same cells again; BUDGETLAB_NOTEBOOK_RUNS=5 by hand runs the lab notebooks five
+    times, as issue 40 asks.
     """
     return [(lab.starter_dir(ROOT) / name, RUNS) for lab in labs.load(ROOT) for name in lab.notebooks]
 
