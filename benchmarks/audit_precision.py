@@ -3,7 +3,7 @@
 Run from the repository root, with a folder that holds the code bases:
 
     python benchmarks/audit_precision.py ~/audit-trees
-    python benchmarks/audit_precision.py ~/audit-trees --update-docs   # also rewrite the run and table in docs/audit.md
+    python benchmarks/audit_precision.py ~/audit-trees --update-docs   # also rewrite docs/audit.md's tables and run
 
 Each code base is pinned to one commit (TREES below) and lives in
 FOLDER/<name>; the trees are never committed here. The script says which are
@@ -28,6 +28,12 @@ is listed as unlabelled. For these trees the script prints a table of its own
 with each rule's precision and how many of the sites a reviewer flags it
 reports (benchmarks/README.md says how the labels were made).
 
+It also audits the audit's own fixtures (tests/audit/fixtures) as its tests
+do and prints, per rule, how many findings the tests require of them
+(seeded, read from the tests' EXPECTED tables), how many the audit gives on
+their file and line (found) and the recall, listing each one it misses. The
+tests fail on a miss; the recall does not change the exit code.
+
 Exit code: 0 when every tree was present, every sampled finding had a label,
 no true finding was lost, no file was left unread for its syntax, every rule
 firing at least five times reached 80 % precision, and every rule firing on
@@ -39,10 +45,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import importlib.util
 import os
 import random
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "benchmarks" / "audit_labels.csv"
 REVIEWER_SITES = ROOT / "benchmarks" / "audit_reviewer_sites.csv"
 DOCS_PAGE = ROOT / "docs" / "audit.md"
+#: The audit's tests, whose EXPECTED tables are the one list of the findings its fixtures seed.
+AUDIT_TESTS = ROOT / "tests" / "audit"
 SAMPLE = 30
 SEED = 16
 MIN_FIRING = 5
@@ -252,6 +262,63 @@ def _nest(site: Site, sites: list[Site]) -> list[Site]:
                      and (part.tree, part.path, part.code) == (site.tree, site.path, site.code)]
 
 
+def _test_module(name: str):
+    """A module of tests/audit, loaded from its file (tests/ is not a package the benchmark can import)."""
+    spec = importlib.util.spec_from_file_location(f"audit_tests_{name}", AUDIT_TESTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ModuleNotFoundError as error:  # pytest comes with the test extra: `make venv` installs it
+        raise SystemExit(f"audit_precision: error: {AUDIT_TESTS.relative_to(ROOT)}/{name}.py needs {error.name}, "
+                         "which is not installed: run `make venv`") from None
+    return module
+
+
+def _findings_under(root: Path, target: Path) -> Counter:
+    """(path relative to root, line, code) of every finding of the audit on target, counted."""
+    result = _audit_module().audit([os.fspath(target)])
+    return Counter((Path(f.path).resolve().relative_to(root.resolve()).as_posix(), f.line, f.code)
+                   for f in result.findings if f.code != "BL000")
+
+
+RECALL_HEAD = ["rule", "seeded", "found", "recall"]
+
+
+def seeded_rows(codes) -> tuple[list[list[str]], list[str]]:
+    """Per rule: the findings the audit's fixtures seed, how many it gives at their place, recall; and the missed ones.
+
+    The seeded findings are those the tests require, read from their own
+    tables: test_audit_rules.EXPECTED for the bad fixtures (audited together,
+    as that test does) and test_audit_cases.EXPECTED for the cases (each
+    audited alone, with its shared files). A seeded finding is found when a
+    finding of its rule is on its file and line; a line seeded twice needs two.
+    """
+    rules_tests, cases_tests = _test_module("test_audit_rules"), _test_module("test_audit_cases")
+    seeded: Counter = Counter()
+    found: Counter = Counter()
+    with tempfile.TemporaryDirectory(prefix="audit-fixtures-") as scratch:
+        # A copy outside the checkout, as the tests use: the project's own audit settings must not apply.
+        fixtures = Path(scratch) / "fixtures"
+        shutil.copytree(AUDIT_TESTS / "fixtures", fixtures)
+        for path, expected in rules_tests.EXPECTED.items():
+            seeded.update((path, line, code) for line, code in expected)
+        found.update(_findings_under(fixtures, fixtures / "bad"))
+        for case, expected in cases_tests.EXPECTED.items():
+            root = Path(scratch) / "cases" / case
+            cases_tests.copy_case(case, root)
+            seeded.update((f"cases/{case}/{path}", line, code) for path, line, code, _ in expected)
+            found.update(Counter({(f"cases/{case}/{path}", line, code): count
+                                  for (path, line, code), count in _findings_under(root, root).items()}))
+    hits = {key: min(count, found[key]) for key, count in seeded.items()}
+    rows = []
+    for code in codes:
+        total = sum(count for key, count in seeded.items() if key[2] == code)
+        got = sum(count for key, count in hits.items() if key[2] == code)
+        rows.append([code, str(total), str(got), f"{got / total:.0%}" if total else "–"])
+    missed = [":".join(map(str, key)) for key, count in sorted(seeded.items()) if hits[key] < count]
+    return rows, missed
+
+
 def sample(keys: list[tuple[str, str, int, str]]) -> list[tuple[str, str, int, str]]:
     """All findings of a rule, or a seeded random SAMPLE of them."""
     keys = sorted(keys)
@@ -445,10 +512,10 @@ def docs_run(folder: Path) -> str:
     return "\n".join(parts)
 
 
-def update_docs(table: str, run: str) -> None:
+def update_docs(table: str, recall: str, run: str) -> None:
     """Replace the generated blocks of docs/audit.md between their marker comments."""
     text = DOCS_PAGE.read_text(encoding="utf-8")
-    for name, body in (("precision-table", table), ("real-run", f"```console\n{run}\n```")):
+    for name, body in (("precision-table", table), ("seeded-recall", recall), ("real-run", f"```console\n{run}\n```")):
         pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"audit_precision: docs/audit.md has no <!-- {name}:start/end --> markers")
@@ -459,7 +526,7 @@ def update_docs(table: str, run: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="folder that holds one checkout per code base, named as in TREES")
-    parser.add_argument("--update-docs", action="store_true", help="rewrite the table and the real run in docs/audit.md")
+    parser.add_argument("--update-docs", action="store_true", help="rewrite the tables and the real run in docs/audit.md")
     parser.add_argument("--compare", metavar="REF",
                         help="also time the audit of a git ref (e.g. main) and this one in turns, under the same load")
     parser.add_argument("--rounds", type=int, default=2, help="turns each for --compare (default: 2)")
@@ -492,6 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Reviewed trees (issue 42; every rule that fires here needs {TARGET_REVIEWED:.0%}):")
     print(markdown_table(reviewed, ["rule", "findings", "read", "true", "false", "debatable", "precision",
                                     "sites flagged", "reported", "site recall"]))
+    print()
+    recall, missed = seeded_rows(codes)
+    print("Seeded fixtures (the findings tests/audit requires of its fixtures):")
+    print(markdown_table(recall, RECALL_HEAD))
     print()
     for key in sorted(key for key in keys if labels.get(key, ("",))[0] == "debatable"):
         print("debatable  " + ":".join(map(str, key)) + "  (" + labels[key][1] + ")")
@@ -532,13 +603,16 @@ def main(argv: list[str] | None = None) -> int:
         print("lost true finding  " + ":".join(map(str, key)) + "  (" + labels[key][1] + ")")
     for key in unlabelled:
         print("no label  " + key)
+    for key in missed:
+        print("seeded, not found  " + key)
     if options.compare:
         compare_speed(options.folder, options.compare, options.rounds)
     if options.update_docs and not missing:
         per_tree = markdown_table(tree_rows(keys, labels, codes),
                                   ["tree", "rule", "findings", "read", "true", "false", "debatable", "precision"])
-        update_docs(markdown_table(rows) + "\n\n" + per_tree, docs_run(options.folder))
-        print("docs/audit.md: precision table and real run rewritten")
+        update_docs(markdown_table(rows) + "\n\n" + per_tree, markdown_table(recall, RECALL_HEAD),
+                    docs_run(options.folder))
+        print("docs/audit.md: precision table, seeded recall and real run rewritten")
     ok = not missing and not unlabelled and not lost and syntax == 0 and met and reviewed_met
     return 0 if ok else 1
 

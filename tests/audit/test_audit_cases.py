@@ -146,6 +146,13 @@ SHARED: dict[str, dict[str, str]] = {
 }
 
 
+def copy_case(case: str, root: Path) -> None:
+    """Write the case's folder, with the shared files it holds, to root (benchmarks/audit_precision.py too)."""
+    shutil.copytree(CASES / case, root)
+    for inside, shared in SHARED.get(case, {}).items():
+        shutil.copyfile(CASES / "_shared" / shared, root / inside)
+
+
 def test_every_case_folder_has_an_entry():
     """A folder added without its expectation would pass whatever it gives."""
     folders = {path.name for path in CASES.iterdir() if path.is_dir() and path.name != "_shared"}
@@ -157,9 +164,7 @@ def test_every_case_folder_has_an_entry():
 def test_case_gives_exactly_its_findings(tmp_path, case):
     """The case's folder, audited alone with no configuration, gives the expected findings and no other."""
     root = tmp_path / case
-    shutil.copytree(CASES / case, root)
-    for inside, shared in SHARED.get(case, {}).items():
-        shutil.copyfile(CASES / "_shared" / shared, root / inside)
+    copy_case(case, root)
     result = audit([str(root)])
     found = sorted(
         (Path(f.path).resolve().relative_to(root.resolve()).as_posix(), f.line, f.code, f.message)

@@ -53,3 +53,24 @@ def test_a_sample_is_seeded_and_capped():
     keys = [("t", f"f{index}.py", index, "BL003") for index in range(100)]
     first = benchmark.sample(keys)
     assert len(first) == benchmark.SAMPLE and first == benchmark.sample(list(reversed(keys)))
+
+
+def test_seeded_recall_counts_what_the_tests_require_and_lists_each_miss(monkeypatch):
+    """The recall table's seeded findings are the tests' own; an audit that drops one rule's findings misses them."""
+    benchmark = _benchmark()
+    codes = list(SELECTABLE)
+    rows, missed = benchmark.seeded_rows(codes)
+    assert not missed and all(row[2] == row[1] != "0" for row in rows), rows
+    real = benchmark._audit_module()
+
+    class WithoutBL005:
+        @staticmethod
+        def audit(paths):
+            result = real.audit(paths)
+            result.findings[:] = [finding for finding in result.findings if finding.code != "BL005"]
+            return result
+
+    monkeypatch.setattr(benchmark, "_audit_module", lambda: WithoutBL005)
+    rows, missed = benchmark.seeded_rows(codes)
+    assert dict((row[0], row[2:]) for row in rows)["BL005"] == ["0", "0%"], rows
+    assert missed and all(key.endswith(":BL005") for key in missed), missed
