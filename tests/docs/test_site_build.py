@@ -183,3 +183,14 @@ def test_a_notebook_in_docs_notebooks_becomes_a_page_with_its_plot(tmp_path):
 _ONE_PIXEL_PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
+
+
+def test_a_page_states_the_checks_own_numbers(built_site):
+    """A number a page takes from a check (a `budgetlab-number` marker) shows the check's constant; no marker is left."""
+    site = built_site.require()
+    from budgetlab.stories import lab8
+
+    pages = {path: path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
+    assert not [p for p, text in pages.items() if "budgetlab-number" in text], "a marker survived the build"
+    lab8_page = re.sub(r"\s+", " ", html.unescape(pages[site / "labs" / "lab8" / "index.html"]))
+    assert f"allow {lab8.TOLERANCE:g} production seconds past the promise" in lab8_page

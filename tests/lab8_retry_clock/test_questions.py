@@ -12,7 +12,7 @@ def _problems(problems: list[str], total: int, what: str) -> str:
 def test_questions_are_answered_while_the_provider_is_healthy(afternoon):
     """While the model answers at its usual pace, every question is answered within the promise."""
     asked = afternoon.phase("healthy") + afternoon.phase("recovered")
-    problems = lab8.late_questions(asked, afternoon.lag)
+    problems = lab8.late_questions(asked, afternoon.lag_of)
     problems += [f"{q.name} ended '{q.status}' ('{q.message}') while the model was healthy"
                  for q in asked if q.status == "failed"]
     assert not problems, _problems(problems, len(asked), "questions asked while the model was healthy")
@@ -21,7 +21,7 @@ def test_questions_are_answered_while_the_provider_is_healthy(afternoon):
 def test_every_question_ends_within_its_promise_while_the_provider_rate_limits(afternoon):
     """Twenty people ask at once into a rate limit: each question ends, answered or 'try again', within 60 s of being asked."""
     asked = afternoon.phase("limited")
-    problems = lab8.late_questions(asked, afternoon.lag)
+    problems = lab8.late_questions(asked, afternoon.lag_of)
     assert not problems, _problems(problems, len(asked), f"questions asked at once while the provider rate-limited "
                                    f"(promise {lab8.PROMISE:g} s from the question)")
 

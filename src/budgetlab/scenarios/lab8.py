@@ -137,7 +137,7 @@ def _show_provider(console: Console, afternoon: lab8.Afternoon) -> None:
         bar = "█" * ok + "░" * (len(inside) - ok)
         console.print(f"  {start - afternoon.limited_from:5.0f} s  {bar:<30.30} {len(inside):3d} calls, "
                       f"peak {max(per_second.values())}/s")
-    kept = not lab8.late_questions(afternoon.questions, afternoon.lag) and not lab8.review_problems(afternoon)
+    kept = not lab8.late_questions(afternoon.questions, afternoon.lag_of) and not lab8.review_problems(afternoon)
     if kept:
         console.print(Text("Every question kept its promise and the review ended once. Next: budgetlab check 8",
                            style="bold green"))

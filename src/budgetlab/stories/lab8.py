@@ -230,21 +230,27 @@ class Afternoon:
     limited_from: float = 0.0
     spell_started: float = 0.0
 
-    @property
-    def lag(self) -> float:
-        """The longest the worker took to get a due Celery retry to the provider, production seconds (at most MOST_LAG).
+    def lag_of(self, q: Question) -> float:
+        """The longest the worker took to get one of q's due Celery retries to the provider (production s, at most MOST_LAG).
 
         That time is the machine's: the retry was due, and the code had
         asked for it in time. Only retries due before the provider eased
         count: by the time the first of them is due, the provider lets a call
         through only every few seconds, so children are free; once it eases,
         its slow answers may hold every child, a backlog the code meets in
-        production too and must not be excused.
+        production too and must not be excused. Each question is excused its
+        own lag, not the afternoon's worst: one retry a loaded machine started
+        late says nothing about when the others started.
         """
         eased = self.spell_started + EASED
-        lags = [after.at - due for q in self.questions for before, after in zip(q.calls, q.calls[1:])
+        lags = [after.at - due for before, after in zip(q.calls, q.calls[1:])
                 if (due := q.scheduled(before, after)) != after.at and due < eased]
         return min(max(lags, default=0.0), MOST_LAG)
+
+    @property
+    def lag(self) -> float:
+        """The largest lag of any question (see lag_of), for the afternoon's record."""
+        return max((self.lag_of(q) for q in self.questions), default=0.0)
 
     def phase(self, name: str) -> list[Question]:
         return [q for q in self.questions if q.phase == name]
@@ -652,19 +658,21 @@ def _rounded(delays: dict[int, list[float]]) -> dict[int, list[float]]:
     return {number: [round(d, 1) for d in found] for number, found in delays.items()}
 
 
-def late_questions(questions: list[Question], lag: float = 0.0, allowance: float = TOLERANCE) -> list[str]:
+def late_questions(questions: list[Question], lag: Callable[[Question], float] = lambda q: 0.0,
+                   allowance: float = TOLERANCE) -> list[str]:
     """Questions that missed the promise.
 
-    The checks excuse `lag`, the machine's own delay (Afternoon.lag), and
-    `allowance`, the last write's time on a busy machine; the live view
-    excuses nothing and shows the promise as the person counts it.
+    The checks excuse each question's `lag`, the machine's own delay
+    (Afternoon.lag_of), and `allowance`, the last write's time on a busy
+    machine; the live view excuses nothing and shows the promise as the
+    person counts it.
     """
     problems = []
     for q in questions:
         if q.took is None:
             problems.append(f"{q.name} was still '{q.status}' {PROMISE + TOLERANCE:g} s after it was "
                             f"asked ({_calls_text(len(q.calls))} to the provider so far)")
-        elif q.took > PROMISE + allowance + lag:
+        elif q.took > PROMISE + allowance + lag(q):
             problems.append(f"{q.name} ended '{q.status}' {q.took:.0f} s after it was asked; its promise is "
                             f"{PROMISE:g} s")
         elif q.status == "failed" and not TRY_AGAIN.search(q.message):
@@ -700,7 +708,7 @@ def late_attempts(afternoon: Afternoon) -> list[str]:
     """Attempts that reached the provider after their question's deadline, and retries still queued past it."""
     problems = []
     for q in afternoon.questions:
-        late = [c for c in q.calls if c.at > q.deadline + START_TOLERANCE + afternoon.lag]
+        late = [c for c in q.calls if c.at > q.deadline + START_TOLERANCE + afternoon.lag_of(q)]
         if late:
             problems.append(f"{q.name} reached the provider {late[0].at - q.asked:.0f} s after it was asked "
                             f"(its promise is {PROMISE:g} s)")
