@@ -32,21 +32,22 @@ def run_agent(run_id: int) -> None:
     """Work through every step of an agent run."""
     run = AgentRun.objects.get(pk=run_id)
     job_start(run, len(run.steps))
-    for number, instruction in enumerate(run.steps, start=1):
-        try:
-            run_step(run, number, instruction)
-        except SoftTimeLimitExceeded:
-            # Not this step's fault: the runtime is asking the task to leave.
-            # Caught before the generic handler, so no step is blamed for it.
-            # End the run where a person can see how far it got, then
-            # re-raise, so the task ends inside the soft window, before the hard
-            # kill.
-            job_mark_failed(run, f"timed out after {run.items_done:,} of {run.items_total:,} steps")
-            raise
-        except Exception as exc:
-            log.warning("step %d failed: %r", number, exc)
-            job_record_failure(run, f"step {number}", exc)
-    job_mark_completed(run)
+    try:
+        for number, instruction in enumerate(run.steps, start=1):
+            try:
+                run_step(run, number, instruction)
+            except SoftTimeLimitExceeded:
+                raise  # not this item's fault: the runtime is asking the task to leave
+            except Exception as exc:
+                log.warning("step %d failed: %r", number, exc)
+                job_record_failure(run, f"step {number}", exc)
+        job_mark_completed(run)
+    except SoftTimeLimitExceeded:
+        # Wherever the limit landed (an item's call or query, the handler that records a
+        # failure, the final write), end the job where a person can see how far it got,
+        # then re-raise, so the task ends inside the soft window, before the hard kill.
+        job_mark_failed(run, f"timed out after {run.items_done:,} of {run.items_total:,} steps")
+        raise
 
 
 def run_step(run: AgentRun, number: int, instruction: str) -> None:

@@ -41,21 +41,22 @@ def import_csv(job_id: int) -> None:
     lookups = {"currencies": {c.code: c for c in Currency.objects.all()},
                "categories": {c.code: c for c in Category.objects.all()}}
     job_start(job, len(lines))
-    for number, line in enumerate(lines, start=1):
-        try:
-            import_row(job, number, line, lookups)
-        except SoftTimeLimitExceeded:
-            # Not this row's fault: the runtime is asking the task to leave.
-            # Caught before the generic handler, so no row is blamed for it.
-            # End the job where a person can see how far it got, then
-            # re-raise, so the task ends inside the soft window, before the hard
-            # kill.
-            job_mark_failed(job, f"timed out after {job.items_done:,} of {job.items_total:,} rows")
-            raise
-        except Exception as exc:
-            log.warning("row %d failed: %r", number, exc)
-            job_record_failure(job, f"row {number}", exc)
-    job_mark_completed(job)
+    try:
+        for number, line in enumerate(lines, start=1):
+            try:
+                import_row(job, number, line, lookups)
+            except SoftTimeLimitExceeded:
+                raise  # not this item's fault: the runtime is asking the task to leave
+            except Exception as exc:
+                log.warning("row %d failed: %r", number, exc)
+                job_record_failure(job, f"row {number}", exc)
+        job_mark_completed(job)
+    except SoftTimeLimitExceeded:
+        # Wherever the limit landed (an item's call or query, the handler that records a
+        # failure, the final write), end the job where a person can see how far it got,
+        # then re-raise, so the task ends inside the soft window, before the hard kill.
+        job_mark_failed(job, f"timed out after {job.items_done:,} of {job.items_total:,} rows")
+        raise
 
 
 def import_row(job: ImportJob, number: int, line: str, lookups: dict) -> None:

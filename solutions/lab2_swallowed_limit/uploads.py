@@ -35,21 +35,22 @@ def process_upload(upload_id: int) -> None:
     upload = BulkUpload.objects.get(pk=upload_id)
     categories = {c.code: c for c in Category.objects.all()}
     job_start(upload, len(upload.files))
-    for number, file in enumerate(upload.files, start=1):
-        try:
-            store_file(upload, number, file, categories)
-        except SoftTimeLimitExceeded:
-            # Not this file's fault: the runtime is asking the task to leave.
-            # Caught before the generic handler, so no file is blamed for it.
-            # End the upload where a person can see how far it got, then
-            # re-raise, so the task ends inside the soft window, before the hard
-            # kill.
-            job_mark_failed(upload, f"timed out after {upload.items_done:,} of {upload.items_total:,} files")
-            raise
-        except Exception as exc:
-            log.warning("file %d (%s) failed: %r", number, file["filename"], exc)
-            job_record_failure(upload, f"file {number}", exc)
-    job_mark_completed(upload)
+    try:
+        for number, file in enumerate(upload.files, start=1):
+            try:
+                store_file(upload, number, file, categories)
+            except SoftTimeLimitExceeded:
+                raise  # not this item's fault: the runtime is asking the task to leave
+            except Exception as exc:
+                log.warning("file %d (%s) failed: %r", number, file["filename"], exc)
+                job_record_failure(upload, f"file {number}", exc)
+        job_mark_completed(upload)
+    except SoftTimeLimitExceeded:
+        # Wherever the limit landed (an item's call or query, the handler that records a
+        # failure, the final write), end the job where a person can see how far it got,
+        # then re-raise, so the task ends inside the soft window, before the hard kill.
+        job_mark_failed(upload, f"timed out after {upload.items_done:,} of {upload.items_total:,} files")
+        raise
 
 
 def store_file(upload: BulkUpload, number: int, file: dict, categories: dict) -> None:

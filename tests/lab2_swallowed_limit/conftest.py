@@ -1,4 +1,5 @@
-"""The one run behind lab 2's checks: ten jobs on one real worker, three of them too big for their budgets."""
+"""The one run behind lab 2's checks: nineteen jobs on one real worker, three too big for their budgets, nine held
+at one write until their soft limits land there."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from budgetlab.harness import stalls
 from budgetlab.harness.grading import could_not_start
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
-from budgetlab.stories.lab2 import (FITTING, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job, hard_deadline,
-                                    latency_plan, read_ending)
+from budgetlab.stories.lab2 import (FITTING, LANDINGS, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job,
+                                    hard_deadline, latency_plan, read_ending, stall_of)
 from budgetlab.stories.reading import wait_until
 
-# Three children for the oversized jobs, two for the seven small ones.
-CONCURRENCY = 5
+# Three children for the oversized jobs, one for each landing job, two for the seven small ones.
+CONCURRENCY = len(OVERSIZED) + len(LANDINGS) + 2
 
 
 @dataclass
@@ -34,7 +36,10 @@ def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
     """
     folder = tmp_path_factory.mktemp("lab2")
     with Rig(target_dir, label="check") as rig, rig.django():
-        jobs = {spec: create_job(spec) for spec in (*OVERSIZED, *WITH_BAD_ITEMS, *FITTING)}
+        # The jobs that meet their limits first, so that each has a child from the start.
+        jobs = {spec: create_job(spec) for spec in (*OVERSIZED, *LANDINGS, *WITH_BAD_ITEMS, *FITTING)}
+        held = {spec: stall_of(spec, jobs[spec]) for spec in LANDINGS}
+        stalls.install(list(held.values()))
         queue = rig.queue()
         try:
             tree = rig.start_worker([queue], MODULES, CONCURRENCY, latency_plan=latency_plan(),
@@ -45,10 +50,13 @@ def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
         results = {spec: rig.client.send_task(spec.kind.task, args=[job.pk], queue=queue)
                    for spec, job in jobs.items()}
         wait_until(lambda: all(r.ready() for r in results.values()), hard_deadline(sent_at))
+        # A held write whose code never gave up its connection (a second one written on instead) ends here.
+        stalls.release()
         hard_limited = sum(1 for r in results.values()
                            if r.ready() and type(r.result).__name__ == "TimeLimitExceeded")
         # The pool logs a SIGKILL a moment after it reports the hard limit; give the log time to catch up.
         wait_until(lambda: len(tree.killed_children()) >= hard_limited, time.monotonic() + 2)
-        endings = {spec: read_ending(spec, job, results[spec]) for spec, job in jobs.items()}
+        endings = {spec: read_ending(spec, job, results[spec], landed=spec in held and stalls.fired(held[spec]))
+                   for spec, job in jobs.items()}
         # Leaving the block kills the worker at once: every task has ended or been given up on.
         return Workday(endings=endings, killed=tree.killed_children())
