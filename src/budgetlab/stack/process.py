@@ -54,6 +54,15 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
 
 
+def _stat_number(pid: int, index: int) -> int | None:
+    """Return one numeric field of /proc/PID/stat, counted from the state (0), or None if it is gone."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[index]) if fields else None
+    except (ValueError, IndexError):
+        return None
+
+
 def pid_alive(pid: int | None) -> bool:
     """Tell whether a process with this PID exists and is not a zombie."""
     if not pid:
@@ -110,11 +119,7 @@ def running_from(folder: Path) -> list[int]:
 def parent_pid(pid: int) -> int | None:
     """Return a process's parent PID, or None if it is gone."""
     if _has_proc():
-        fields = _stat_fields(pid)
-        try:
-            return int(fields[1]) if fields else None
-        except (ValueError, IndexError):
-            return None
+        return _stat_number(pid, 1)
     lines = _ps(pid, "ppid=")
     return int(lines[0]) if lines and lines[0].strip().isdigit() else None
 
@@ -122,11 +127,7 @@ def parent_pid(pid: int) -> int | None:
 def session_id(pid: int) -> int | None:
     """Return the session a process belongs to, or None if it is gone."""
     if _has_proc():
-        fields = _stat_fields(pid)
-        try:
-            return int(fields[3]) if fields else None
-        except (ValueError, IndexError):
-            return None
+        return _stat_number(pid, 3)
     try:
         return os.getsid(pid)
     except OSError:
@@ -140,11 +141,7 @@ def start_ticks(pid: int) -> int | None:
     start time `ps` prints, in seconds.
     """
     if _has_proc():
-        fields = _stat_fields(pid)
-        try:
-            return int(fields[19]) if fields else None
-        except (ValueError, IndexError):
-            return None
+        return _stat_number(pid, 19)
     lines = _ps(pid, "lstart=")
     if not lines:
         return None
