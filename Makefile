@@ -61,12 +61,13 @@ $(STAMP57): pyproject.toml | $(STAMP)
 
 venv-celery57: $(STAMP57) ## Celery 5.7.0 in .venv-celery57, for the tests that compare both versions
 
-# What the second pass runs (the workshop and the suite), built with .venv's uv like .venv-celery57.
+# What the second pass runs (the workshop, the suite, and the greenlet pools its lab-clock probes wait in),
+# built with .venv's uv like .venv-celery57.
 $(STAMP_SECOND): pyproject.toml | $(STAMP)
 	@if [ -z "$(SECOND_PYTHON)" ]; then rm -rf $(VENV_SECOND); \
 		echo "note: no Python 3.13 for make test's second pass (set SECOND_PYTHON=...); it will be skipped"; exit 0; fi; \
 	test -x $(VENV_SECOND)/bin/python || $(BIN)/uv venv --quiet --python "$(SECOND_PYTHON)" $(VENV_SECOND); \
-	$(UV_INSTALL) --python $(VENV_SECOND)/bin/python -e '.[workshop,test]' && rm -f $(VENV_SECOND)/.installed-* && touch $@
+	$(UV_INSTALL) --python $(VENV_SECOND)/bin/python -e '.[workshop,test,pools]' && rm -f $(VENV_SECOND)/.installed-* && touch $@
 
 venv-second: $(STAMP_SECOND) ## The workshop on a second Python (3.13) in .venv-second, for make test's second pass
 
