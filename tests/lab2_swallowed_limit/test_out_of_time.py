@@ -41,8 +41,8 @@ def _name(ending) -> str:
 
 def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
     """A job stopped by the soft limit ends failed and says how far it got, wherever the limit lands."""
-    problems = []
-    for spec in _out_of_time(workday):
+    problems, out = [], _out_of_time(workday)
+    for spec in out:
         ending, unit = workday.endings[spec], spec.kind.unit
         written = len(ending.written)
         if not ending.final:
@@ -56,7 +56,6 @@ def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
         elif counts != (written, ending.items_total):
             problems.append(f"{_name(ending)} says '{ending.message}', but {written:,} of "
                             f"{ending.items_total:,} {unit} were written")
-    out = _out_of_time(workday)
     stuck = sum(1 for spec in out if not workday.endings[spec].final)
     summary = f" ({len(out) - stuck} of {len(out)} jobs reached a final state)" if stuck else ""
     assert not problems, _said(problems) + summary

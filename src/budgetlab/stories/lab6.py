@@ -235,13 +235,21 @@ def warm_up(rig, queue: str, hostname: str) -> None:
     child each; one step each is enough, and keeps the warm-up light.
     Threads, gevent and eventlet start nothing per task.
     """
-    runs = [create_question(WARM_UP_NUMBER, QUESTION_STEPS[:1]) for _ in range(prefork_children(rig, hostname))]
+    ask_and_wait(rig, queue, [create_question(WARM_UP_NUMBER, QUESTION_STEPS[:1])
+                              for _ in range(prefork_children(rig, hostname))], PROMISE + TOLERANCE)
+
+
+def ask_and_wait(rig, queue: str, runs: list, allowed: float) -> dict[int, float]:
+    """Send every run's question at once and wait until each is final or past `allowed`; return when each was sent.
+
+    The outer bound only guards against a clock gone wrong: every run is decided well before it.
+    """
     sent = {}
     for run in runs:
         sent[run.pk] = time.time()
         rig.client.send_task(QUESTION_TASK, args=[run.pk], queue=queue)
-    wait_until(lambda: all_decided(sent, PROMISE + TOLERANCE),
-               time.monotonic() + 2 * (to_wall(PROMISE + TOLERANCE) + SLACK))
+    wait_until(lambda: all_decided(sent, allowed), time.monotonic() + 2 * (to_wall(allowed) + SLACK))
+    return sent
 
 
 def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None],
@@ -256,14 +264,8 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     def ask(first: int, count: int, promise: float = PROMISE, tolerance: float = TOLERANCE) -> list[Ending]:
         runs = [create_question(n) for n in range(first, first + count)]
-        sent = {}
-        for run in runs:
-            sent[run.pk] = time.time()
-            rig.client.send_task(QUESTION_TASK, args=[run.pk], queue=queue)
-        # Wait until every run is final or well past its promise, then read how each ended. The
-        # outer bound only guards against a clock gone wrong: every run is decided well before it.
-        wait_until(lambda: all_decided(sent, promise + tolerance),
-                   time.monotonic() + 2 * (to_wall(promise + tolerance) + SLACK))
+        # Wait until every run is final or well past its promise, then read how each ended.
+        sent = ask_and_wait(rig, queue, runs, promise + tolerance)
         return [read_ending(run, sent[run.pk]) for run in runs]
 
     review = create_review()
