@@ -26,6 +26,14 @@ def test_every_question_ends_within_its_promise_while_the_provider_rate_limits(a
                                    f"(promise {lab8.PROMISE:g} s from the question)")
 
 
+def test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise(afternoon):
+    """A question that waits in a busy worker's queue still ends within 60 s of being asked."""
+    asked = afternoon.phase("busy")
+    problems = lab8.late_questions(asked, afternoon.lag_of)
+    assert not problems, _problems(problems, len(asked), f"questions asked while every child of the worker was busy "
+                                   f"for {lab8.WAITED:g} s (promise {lab8.PROMISE:g} s from the question)")
+
+
 def test_refused_questions_are_tried_again_while_there_is_time(afternoon):
     """A question the provider refuses is tried again while its promise leaves time, not given up at once."""
     refused, retried = lab8.refused_and_retried(afternoon.phase("limited"))

@@ -37,7 +37,9 @@ PHASES = {"healthy": f"the provider is healthy: the month-end review starts, {la
                       f"{lab8.DURING} people ask at once"),
           "eased": (f"{lab8.EASED:g} s after its first refusal the provider stops refusing, and still takes "
                     f"{lab8.LIMITED_LATENCY:g} s a call"),
-          "recovered": f"the provider has recovered; {lab8.AFTER} more people ask"}
+          "recovered": f"the provider has recovered; {lab8.AFTER} more people ask",
+          "busy": (f"the worker is busy with other work for a while, and the provider takes {lab8.LIMITED_LATENCY:g} s "
+                   f"a call again: {lab8.QUEUED} more people ask")}
 
 
 def play(target_dir: Path, console: Console) -> int:

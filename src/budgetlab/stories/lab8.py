@@ -39,6 +39,8 @@ SLUG = "lab8_retry_clock"
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
 # Loaded next to them in the worker, imported by the web process: notes each message the target's code sends.
 NOTES = "budgetlab.inworker.published"
+# Loaded next to them in the worker only: the other work that keeps its children busy (busy.hold).
+BUSY_WORK = "budgetlab.inworker.busy"
 QUESTION_TASK = "kontor.assistant.answer_question"
 REVIEW_TASK = "kontor.assistant.review_month"
 FINAL = ("succeeded", "failed")
@@ -85,6 +87,13 @@ EASED = 35.0
 LIMITED = {"rate": 0.05, "burst": 3, "retry_after": 10.0, "server_error_every": 4}
 # Questions asked in each phase: healthy, rate-limited (all at once), recovered.
 BEFORE, DURING, AFTER = 4, 20, 4
+# Last, a busy worker: other work holds every child until WAITED production seconds after the last of
+# QUEUED questions was asked, while the provider answers at its slow pace (LIMITED_LATENCY) again. The
+# questions wait in the queue that long, and an attempt that starts then has too little of its promise left
+# for a call at that pace: counted from the question, it says "try again" at once; counted from when a
+# worker first took the question, it calls the provider and ends well past the promise.
+QUEUED = 3
+WAITED = 55.0
 REVIEW_ITEMS = 6
 # The review item the provider fails every time (its prompt names this marker).
 FAILING_ITEM = 4
@@ -507,7 +516,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     """Start the worker and the web process with the target's code and play the afternoon.
 
     `rig.django()` must be active. `on_phase` hears "worker", "healthy",
-    "limited", "eased" (from another thread), "recovered" and "done".
+    "limited", "eased" (from another thread), "recovered", "busy" and "done".
     `linger` production seconds more are given to retries still waiting
     (the live view shows them; checks read the waiting messages instead).
     Raises WorkerDidNotStart when the target's code does not start.
@@ -517,7 +526,7 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     service.set_mode("healthy", latency=LATENCY, failing=FAILING)
     web = WebProcess(rig, queue, service, rig.folder() / "web.log")
     try:
-        rig.start_worker([queue], [*MODULES, NOTES], log=log,
+        rig.start_worker([queue], [*MODULES, NOTES, BUSY_WORK], log=log,
                          argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
                          extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
         web.ready()
@@ -528,10 +537,12 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
                                            steps=[f"Explain open item {n} [r-1-{n}]" for n in range(1, REVIEW_ITEMS + 1)])
         rig.client.send_task(REVIEW_TASK, args=[review.pk], queue=queue)
 
-        def ask(first: int, count: int, phase: str) -> list[Question]:
+        def ask(first: int, count: int, phase: str, then: Callable[[list[Question]], None] = lambda asked: None
+                ) -> list[Question]:
             ids = web.ask(list(range(first, first + count)))
             asked = dict(m.AgentRun.objects.filter(pk__in=ids.values()).values_list("pk", "created_at"))
             questions = [Question(n, phase, ids[n], asked[ids[n]].timestamp()) for n in ids]
+            then(questions)
             wait_until(lambda: _decided(questions, sent), time.monotonic() + 3 * to_wall(PROMISE + TOLERANCE) + 5)
             return questions
 
@@ -554,6 +565,12 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
         afternoon.questions += ask(BEFORE + DURING + 1, AFTER, "recovered")
         wait_until(lambda: m.AgentRun.objects.filter(pk=review.pk, status__in=FINAL).exists(),
                    time.monotonic() + to_wall(REVIEW_WAIT))
+        service.set_mode("healthy", latency=LIMITED_LATENCY, failing=FAILING)
+        with _Holds(rig, queue) as holds:
+            on_phase("busy")
+            afternoon.questions += ask(BEFORE + DURING + AFTER + 1, QUEUED, "busy",
+                                       then=lambda asked: holds.end_at(max(q.asked for q in asked) + WAITED))
+        service.set_mode("healthy", latency=LATENCY, failing=FAILING)
         if linger:
             ids = {q.run_id for q in afternoon.questions} | {review.pk}
             wait_until(lambda: not any(p.would_run and p.run_id in ids
@@ -570,6 +587,39 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
         if "sent" in locals():
             sent.client.close()
         web.stop()
+
+
+class _Holds:
+    """Other work on every child of the worker (budgetlab.inworker.busy), from entering until the moment `end_at` names."""
+
+    def __init__(self, rig, queue: str):
+        from budgetlab.inworker import busy
+
+        self.busy, self.rig, self.queue = busy, rig, queue
+        self.named = False
+
+    def __enter__(self) -> _Holds:
+        import redis
+
+        self.notes = redis.Redis.from_url(self.rig.broker_url)
+        for _ in range(CONCURRENCY):
+            self.rig.client.send_task(self.busy.TASK, queue=self.queue)
+        # Every child takes one: none is busy with anything else by now (the review has ended).
+        wait_until(lambda: int(self.notes.get(self.busy.STARTED_KEY) or 0) >= CONCURRENCY,
+                   time.monotonic() + to_wall(WAITED))
+        return self
+
+    def end_at(self, moment: float) -> None:
+        """Let every hold end at production timestamp `moment`, on the worker's clock."""
+        self.notes.rpush(self.busy.RELEASE_KEY, *[repr(moment)] * CONCURRENCY)
+        self.named = True
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            if not self.named:  # the phase ended early: the holds end now
+                self.end_at(0.0)
+        finally:
+            self.notes.close()
 
 
 def _read(afternoon: Afternoon, review_row) -> None:
