@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from budgetlab.harness import stalls
 from budgetlab.harness.grading import CouldNotGrade, could_not_start
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories.lab3 import (MODULE, OVERDUE, REMINDERS, SEEDED, DueInvoices, Run, Snapshot, due_invoices,
@@ -27,7 +28,9 @@ class Bench:
 
     The worker's model calls are all short except for one invoice that is
     not due in the seeded data: `slow_id`'s call would take `SLOW_CALL`
-    production seconds. Only `make_due` brings it into a sweep.
+    production seconds, and the database holds the write of its reminder
+    (`held_reminder`, a stall) until the writer gives its connection up.
+    Only `make_due` brings it into a sweep.
     """
 
     SLOW_CALL = 2000
@@ -39,6 +42,7 @@ class Bench:
         self.worker = None
         self.due: DueInvoices | None = None
         self.slow_id: int | None = None
+        self.held_reminder: stalls.Stall | None = None
         self._originals: list = []
 
     def __enter__(self) -> "Bench":
@@ -67,6 +71,10 @@ class Bench:
             if Invoice.objects.exclude(**SEEDED).exists():
                 raise CouldNotGrade("the seeded invoices are not all open and unreminded; the checks expect them so")
             self.slow_id = Invoice.objects.filter(due_on__gte=TODAY).order_by("id").values_list("pk", flat=True)[0]
+            # Before the worker connects: the stall's client check applies to new connections.
+            self.held_reminder = stalls.Stall("reminder", Invoice._meta.db_table, "UPDATE",
+                                              f"NEW.id = {self.slow_id} AND NEW.reminder_level <> OLD.reminder_level")
+            stalls.install([self.held_reminder])
         plan = {**FAST_PLAN, "model": {**FAST_PLAN["model"], "keys": {f"invoice-{self.slow_id}": self.SLOW_CALL}}}
         try:
             self.worker = self.rig.start_worker([self.queue], [MODULE], latency_plan=plan,
@@ -111,6 +119,20 @@ class Bench:
         with self.db():
             Invoice.objects.filter(pk=pk).update(due_on=Invoice.objects.get(pk=self.due.ids[position]).due_on)
             return list(invoices_due(TODAY).values_list("pk", flat=True))
+
+    def reminder_order(self) -> list[int]:
+        """Return the invoices the next reminder sweep will meet, in its order (the target's queryset)."""
+        from kontor.datagen import TODAY
+        from lab3_poisoned_queryset.dunning import reminders_due
+
+        with self.db():
+            return list(reminders_due(TODAY).values_list("pk", flat=True))
+
+    def reminder_held(self) -> bool:
+        """Tell whether a sweep reached the held reminder write; end that write if its writer still waits."""
+        with self.db():
+            stalls.release()
+            return stalls.fired(self.held_reminder)
 
     def snapshot(self) -> Snapshot:
         with self.db():

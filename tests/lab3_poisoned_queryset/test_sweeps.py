@@ -11,7 +11,10 @@ invoices between them, and the checks read what each phase recorded:
 2. one night after the two addresses were repaired: nothing fails in the
    overdue sweep, only the refused fees fail in the reminder sweep;
 3. one overdue sweep sent with a 100 s soft limit, in which the model call
-   for one invoice, at position 13, would take 2000 s.
+   for one invoice, at position 13, would take 2000 s;
+4. one reminder sweep sent with the same limits, in which the database
+   holds the write of that invoice's reminder until the soft limit lands
+   inside it, in the middle of the sweep's transaction.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ class Phases:
     limited: Run
     limited_ended: Snapshot
     limited_later: Snapshot
+    held_order: list[int]
+    held: Run
+    held_reached: bool
+    held_ended: Snapshot
+    held_later: Snapshot
 
     def first(self, task: str) -> tuple[Run, Snapshot]:
         index = [run.task for run in self.nights].index(task)
@@ -80,8 +88,17 @@ def phases(target_dir, django_ready, tmp_path_factory):
         limited = bench.run(OVERDUE, soft_time_limit=SOFT, time_limit=HARD)
         limited_ended = bench.snapshot()
         time.sleep(0.3)  # the task has ended: give anything still running a chance to show itself
+        limited_later = bench.snapshot()
+
+        bench.restore()
+        bench.make_due(bench.slow_id, SLOW_POSITION)
+        held_order = bench.reminder_order()
+        held = bench.run(REMINDERS, soft_time_limit=SOFT, time_limit=HARD)
+        held_reached, held_ended = bench.reminder_held(), bench.snapshot()
+        time.sleep(0.3)  # as above
         yield Phases(bench.due, nights, snapshots, repaired_overdue, repaired_reminders, repaired_after,
-                     bench.slow_id, slow_order, limited, limited_ended, bench.snapshot())
+                     bench.slow_id, slow_order, limited, limited_ended, limited_later,
+                     held_order, held, held_reached, held_ended, bench.snapshot())
 
 
 def test_one_overdue_sweep_marks_every_healthy_invoice(phases):
@@ -203,6 +220,25 @@ def test_a_soft_limit_in_the_middle_of_a_sweep_ends_it(phases):
                          f"on and marked {len(touched)} more invoices overdue, from {due.label(touched[0])} on")
     moved = phases.limited_later.changed_since(phases.limited_ended)
     assert not moved, f"{len(moved)} invoices still changed after the overdue sweep had ended: {due.labels(moved)}"
+
+
+def test_a_soft_limit_inside_a_database_write_ends_the_sweep(phases):
+    """A soft limit that lands while the database holds a reminder's write ends the reminder sweep with SoftTimeLimitExceeded."""
+    run, due, slow = phases.held, phases.due, phases.slow_id
+    slow_label = f"invoice id {slow}"
+    assert slow in phases.held_order, f"{slow_label} was not due for a reminder; the checks expect the seeded data"
+    assert phases.held_reached, (
+        f"the reminder sweep ended before it wrote the reminder of {slow_label}, whose write the database held "
+        f"past the sweep's {SOFT} s soft limit: {run.ending()}")
+    assert run.state == "FAILURE" and run.error == "SoftTimeLimitExceeded", (
+        f"the soft limit ({SOFT} s) fired while the database was writing the reminder of {slow_label}, yet "
+        f"{run.ending()} instead of FAILURE with SoftTimeLimitExceeded")
+    after_slow = phases.held_order[phases.held_order.index(slow) + 1:]
+    touched = [pk for pk in after_slow if phases.held_later.reminder(pk) != (0, 0)]
+    assert not touched, (f"after its soft limit fired during the write for {slow_label}, the reminder sweep went on "
+                         f"and reminded {len(touched)} more invoices, from {due.label(touched[0])} on")
+    moved = phases.held_later.changed_since(phases.held_ended)
+    assert not moved, f"{len(moved)} invoices still changed after the reminder sweep had ended: {due.labels(moved)}"
 
 
 def _assert_second_run_idle(phases: Phases, task: str) -> None:
