@@ -31,7 +31,8 @@ def test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise(af
     asked = afternoon.phase("busy")
     problems = lab8.late_questions(asked, afternoon.lag_of)
     assert not problems, _problems(problems, len(asked), f"questions asked while every child of the worker was busy "
-                                   f"for {lab8.WAITED:g} s (promise {lab8.PROMISE:g} s from the question)")
+                                   f"until {lab8.WAITED:g} s after the last of them (promise {lab8.PROMISE:g} s from "
+                                   "the question)")
 
 
 def test_refused_questions_are_tried_again_while_there_is_time(afternoon):
