@@ -604,7 +604,7 @@ class _Holds:
         self.notes = redis.Redis.from_url(self.rig.broker_url)
         for _ in range(CONCURRENCY):
             self.rig.client.send_task(self.busy.TASK, queue=self.queue)
-        # Every child takes one: none is busy with anything else by now (the review has ended).
+        # Every child takes one: by now the review has ended (or had all of REVIEW_WAIT), and the questions too.
         wait_until(lambda: int(self.notes.get(self.busy.STARTED_KEY) or 0) >= CONCURRENCY,
                    time.monotonic() + to_wall(WAITED))
         return self

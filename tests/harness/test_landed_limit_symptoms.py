@@ -1,0 +1,95 @@
+"""The symptoms of the checks that land a limit where a model call is not (labs 3 and 8) say only what was observed.
+
+Each sentence family is read from a state built by hand and handed to the
+grader's own check, as its session fixture would hand it. No stack:
+nothing here connects to a server.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from budgetlab.stories import lab3, lab8
+from budgetlab.stories.lab3 import REMINDERS, DueInvoices, Run, Snapshot
+
+from .graders import loaded
+
+SLOW, AFTER = 313, 314
+
+
+def _said(check, *args) -> str:
+    with pytest.raises(AssertionError) as failed:
+        check(*args)
+    return str(failed.value).split("\nassert ")[0]
+
+
+@pytest.fixture(scope="module")
+def sweeps():
+    with loaded(lab3.SLUG, "test_sweeps.py") as module:
+        yield module
+
+
+def _held(state="FAILURE", error="SoftTimeLimitExceeded", reached=True, reminded_after=False, moved=False):
+    """A reminder sweep whose write of invoice SLOW the database held, as the lab-3 bench records it."""
+    unreminded = {SLOW: ("overdue", None, 0, 0), AFTER: ("overdue", None, 0, 0)}
+    ended = Snapshot(dict(unreminded))
+    later = Snapshot({**unreminded, AFTER: ("overdue", None, 1, 2.5)} if reminded_after or moved else unreminded)
+    if reminded_after:
+        ended = later
+    due = DueInvoices(ids=[SLOW, AFTER], numbers={AFTER: "RE-2026-0314"}, bad_email=[], fee_over_amount=[],
+                      reminder_steps={})
+    return SimpleNamespace(held=Run(REMINDERS, state, error, []), due=due, slow_id=SLOW, held_order=[SLOW, AFTER],
+                           held_reached=reached, held_ended=ended, held_later=later)
+
+
+def test_a_sweep_that_never_reached_the_held_write_says_so_and_how_it_ended(sweeps):
+    said = _said(sweeps.test_a_soft_limit_inside_a_database_write_ends_the_sweep,
+                 _held(error="ValidationError", reached=False))
+    assert said == ("the reminder sweep ended before it wrote the reminder of invoice id 313, whose write the "
+                    "database held past the sweep's 100 s soft limit: the run ended FAILURE with ValidationError"), said
+
+
+def test_a_limit_replaced_by_another_error_names_both(sweeps):
+    said = _said(sweeps.test_a_soft_limit_inside_a_database_write_ends_the_sweep, _held(error="OperationalError"))
+    assert said == ("the soft limit (100 s) fired while the database was writing the reminder of invoice id 313, "
+                    "yet the run ended FAILURE with OperationalError instead of FAILURE with "
+                    "SoftTimeLimitExceeded"), said
+
+
+def test_a_sweep_that_went_on_past_the_held_write_names_the_first_invoice_after_it(sweeps):
+    said = _said(sweeps.test_a_soft_limit_inside_a_database_write_ends_the_sweep, _held(reminded_after=True))
+    assert said == ("after its soft limit fired during the write for invoice id 313, the reminder sweep went on "
+                    "and reminded 1 more invoices, from RE-2026-0314 (id 314) on"), said
+
+
+def test_a_change_after_the_end_is_called_that_and_nothing_more(sweeps):
+    said = _said(sweeps.test_a_soft_limit_inside_a_database_write_ends_the_sweep, _held(moved=True))
+    assert said.startswith("1 invoices still changed after the reminder sweep had ended"), said
+
+
+@pytest.fixture(scope="module")
+def questions():
+    with loaded(lab8.SLUG, "test_questions.py") as module:
+        yield module
+
+
+def test_a_busy_queue_question_still_running_past_its_promise_says_how_long_the_children_were_held(questions):
+    asked = 1_000.0
+    q = lab8.Question(29, "busy", 1, asked, status="running",
+                      calls=[lab8.Call(asked + 55.6, "ok", None, "q-29")])
+    afternoon = lab8.Afternoon(questions=[q])
+    said = _said(questions.test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise, afternoon)
+    assert said == ("1 of 1 questions asked while every child of the worker was busy until 55 s after the last of "
+                    "them (promise 60 s from the question): question 29 was still 'running' 65 s after it was "
+                    "asked (1 call to the provider so far)"), said
+
+
+def test_a_busy_queue_question_that_ended_late_says_when(questions):
+    asked = 1_000.0
+    q = lab8.Question(30, "busy", 2, asked, status="succeeded", finished=asked + 73.4, answers=1,
+                      calls=[lab8.Call(asked + 55.6, "ok", None, "q-30")])
+    said = _said(questions.test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise,
+                 lab8.Afternoon(questions=[q]))
+    assert said.endswith("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s"), said
