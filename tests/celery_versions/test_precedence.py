@@ -142,8 +142,15 @@ def test_celery_57_a_producers_settings_travel_in_the_timelimit_header(start_wor
 @on_57
 def test_the_lab1_solution_passes_on_celery_57():
     """Lab 1's reference solution passes every lab-1 check when the workers run Celery 5.7."""
-    result = subprocess.run([str(PYTHON_57), "-m", "budgetlab.cli_entry", "check", "1", "--target", "solutions"],
-                            capture_output=True, text=True, timeout=300, cwd=repo_root())
+    def once():
+        return subprocess.run([str(PYTHON_57), "-m", "budgetlab.cli_entry", "check", "1", "--target", "solutions"],
+                              capture_output=True, text=True, timeout=300, cwd=repo_root())
+
+    # Exit 2 is no verdict (the machine kept the check from grading, as a master too busy to answer
+    # `celery inspect` in a rehearsal did): one more run, whose verdict counts, as test_grader_agrees_on_a_case does.
+    result = once()
+    if result.returncode == 2:
+        result = once()
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert result.returncode == 0, \
         f"check 1 on Celery {VERSION_57} exited {result.returncode}: " + " | ".join(lines[-6:])
