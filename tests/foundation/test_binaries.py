@@ -143,9 +143,14 @@ def test_without_proc_the_process_table_comes_from_ps_with_the_same_answers(monk
 
     if not process._has_proc():
         pytest.skip("this machine has no /proc to compare with")
-    child = subprocess.Popen([sys.executable, "-c", "__import__('time').sleep(30)"], start_new_session=True)
+    code = "__import__('time').sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:
         me = os.getpid()
+        # Until the child's command line is there to read (a rehearsal once read it empty just after the start).
+        deadline = time.monotonic() + 10
+        while process.pid_argv(child.pid)[-1:] != [code] and time.monotonic() < deadline:
+            time.sleep(0.01)
 
         def answers():
             return (process.parent_pid(child.pid), process.session_id(child.pid), process.pid_alive(child.pid),
