@@ -1,8 +1,10 @@
-"""Write README.md's lab count, lab table and `make workshop` transcript from labs/labs.toml (`make readme`).
+"""Write README.md's lab count, lab table, `make workshop` transcript and code numbers (`make readme`).
 
 README.md is read on GitHub, where no docs hook runs, so its lists are written
 into the file between `<!-- labs: NAME -->` and `<!-- /labs -->` markers by
-budgetlab.lab_pages, the same renderer the docs site uses. `--check` changes
+budgetlab.lab_pages, the same renderer the docs site uses; a number the code
+sets (the lab clock's speed) sits between `<!-- number: NAME -->` and
+`<!-- /number -->`, written by budgetlab.page_numbers. `--check` changes
 nothing and exits 1 when README.md is stale (the suite runs it).
 """
 
@@ -16,10 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from budgetlab import lab_pages  # noqa: E402
+from budgetlab import lab_pages, page_numbers  # noqa: E402
 from budgetlab.errors import BudgetlabError  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- labs: ([\w-]+) -->)(.*?)(<!-- /labs -->)", re.DOTALL)
+# A number the code sets, e.g. `<!-- number: inworker.clock.DEFAULT_FACTOR times -->200<!-- /number -->`
+# (budgetlab.page_numbers): the README shows the value between the marks, as GitHub renders it.
+NUMBER = re.compile(r"(<!-- number: ((?:\w+\.)+)(\w+)(?: ([\w.-]+))? -->)(.*?)(<!-- /number -->)")
 
 
 def regenerate(text: str, labs: list) -> str:
@@ -31,7 +36,11 @@ def regenerate(text: str, labs: list) -> str:
             return f"{opening}\n{rendered.rstrip(chr(10))}\n{closing}"
         return f"{opening}{rendered.strip()}{closing}"
 
-    return BLOCK.sub(render, text)
+    def number(match):
+        opening, path, name, form, _, closing = match.groups()
+        return f"{opening}{page_numbers.render(path.rstrip('.'), name, form or '')}{closing}"
+
+    return NUMBER.sub(number, BLOCK.sub(render, text))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if new == text:
         return 0
     if args.check:
-        print(f"{readme} is stale against labs/labs.toml; run `make readme`", file=sys.stderr)
+        print(f"{readme} is stale against labs/labs.toml or the code's numbers; run `make readme`", file=sys.stderr)
         return 1
     readme.write_text(new, encoding="utf-8")
     print(f"wrote {readme}")

@@ -1,30 +1,31 @@
-"""MkDocs hook that writes the checks' own numbers into the pages: a tolerance a page states is the one the checks use.
+"""MkDocs hook that writes the code's own numbers into the pages: a tolerance or a clock speed a page states is the code's.
 
 A page writes `<!-- budgetlab-number lab8.TOLERANCE -->` (a constant of
-budgetlab.stories.lab8) where the number belongs, or
-`<!-- budgetlab-number lab8.RETRIED_SHARE percent -->` for a share; the
-hook replaces the marker with the value, so changing a check's allowance
-changes its page.
+budgetlab.stories.lab8) where the number belongs, with a form after it when
+needed (`percent`, `times`, `per-ms`, `ms`; see budgetlab.page_numbers), so
+changing a check's allowance or a lab's clock changes its page. A marker
+that names no constant fails the build.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
 import sys
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
+
 SRC = Path(__file__).resolve().parents[2] / "src"
-MARKER = re.compile(r"<!-- budgetlab-number (\w+)\.(\w+)( percent)? -->")
-
-
-def number(story: str, name: str, percent: bool = False) -> str:
-    """Return the constant `name` of budgetlab.stories.<story> as a page writes it."""
-    if SRC.is_dir() and str(SRC) not in sys.path:
-        sys.path.insert(0, str(SRC))
-    value = getattr(importlib.import_module(f"budgetlab.stories.{story}"), name)
-    return f"{value * 100:g} %" if percent else f"{value:g}"
 
 
 def on_page_markdown(markdown, page, config, files):
-    return MARKER.sub(lambda m: number(m.group(1), m.group(2), bool(m.group(3))), markdown)
+    if "budgetlab-number" not in markdown:
+        return markdown
+    if SRC.is_dir() and str(SRC) not in sys.path:
+        sys.path.insert(0, str(SRC))
+    from budgetlab import page_numbers
+    from budgetlab.errors import BudgetlabError
+
+    try:
+        return page_numbers.fill(markdown)
+    except BudgetlabError as exc:
+        raise PluginError(f"{page.file.src_uri}: {exc}") from None

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
+SRC = Path(__file__).resolve().parents[2] / "src"
 INDEX = "notebooks/index.md"
 MARKER = "<!-- budgetlab-notebook-list -->"
 
@@ -45,11 +47,15 @@ def notebook_title(path: Path) -> str:
 
 def on_config(config):
     """Append the notebooks to the nav section that holds notebooks/index.md."""
-    section = _find_section(config.nav or [], INDEX)
+    if SRC.is_dir() and str(SRC) not in sys.path:
+        sys.path.insert(0, str(SRC))
+    from budgetlab import sitenav
+
+    section = sitenav.section_of(config.nav or [], INDEX)
     if section is None:
         log.warning("mkdocs.yml nav has no section containing %s; notebooks stay out of the nav", INDEX)
         return config
-    listed = {_path(item) for item in section}
+    listed = {sitenav.page_of(item) for item in section}
     for title, path in notebooks(config.docs_dir):
         if path not in listed:
             section.append({title: path})
@@ -70,25 +76,3 @@ def on_page_markdown(markdown, page, config, files):
     else:
         listing = "\n".join(f"- [{title}]({Path(path).name})" for title, path in found) + "\n"
     return markdown.replace(MARKER, listing)
-
-
-def _path(item) -> str | None:
-    if isinstance(item, str):
-        return item
-    if isinstance(item, dict) and len(item) == 1:
-        value = next(iter(item.values()))
-        return value if isinstance(value, str) else None
-    return None
-
-
-def _find_section(nav: list, wanted: str) -> list | None:
-    for item in nav:
-        if isinstance(item, dict):
-            for value in item.values():
-                if isinstance(value, list):
-                    if any(_path(child) == wanted for child in value):
-                        return value
-                    found = _find_section(value, wanted)
-                    if found is not None:
-                        return found
-    return None

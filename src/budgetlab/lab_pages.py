@@ -57,6 +57,15 @@ class PageLab:
         return (self.lab.page or f"docs/labs/lab{self.lab.number}.md").removeprefix("docs/")
 
     @property
+    def notes_page(self) -> str:
+        """The lab's instructor notes relative to docs/ (instructors/lab1.md)."""
+        return (self.lab.instructor_page or f"docs/instructors/lab{self.lab.number}.md").removeprefix("docs/")
+
+    @property
+    def notes_title(self) -> str:
+        return f"Lab {self.lab.number} notes"
+
+    @property
     def heading(self) -> str:
         return f"{self.lab.number} · {self.lab.title}"
 
@@ -121,9 +130,8 @@ def instructor_notes(labs: list[PageLab], here: str) -> str:
     """The instructors' index: each lab, its notes page, and its timebox."""
     rows = ["| Lab | Notes | Timebox |", "| --- | --- | --- |"]
     for entry in labs:
-        notes = (entry.lab.instructor_page or f"docs/instructors/lab{entry.lab.number}.md").removeprefix("docs/")
-        rows.append(f"| [{entry.heading}]({link(entry.page, here)}) | [Lab {entry.lab.number} notes]"
-                    f"({link(notes, here)}) | {entry.lab.timebox} min |")
+        rows.append(f"| [{entry.heading}]({link(entry.page, here)}) | [{entry.notes_title}]"
+                    f"({link(entry.notes_page, here)}) | {entry.lab.timebox} min |")
     return "\n".join(rows) + "\n"
 
 

@@ -231,6 +231,50 @@ def test_instructor_pages_are_left_out_of_the_learners_search(built_site):
     assert not indexed, f"site search finds the instructor pages: {indexed}"
 
 
+def _words(html: str) -> list[str]:
+    """The words of some HTML, tags and entities aside, lower-cased: what a search result shows, compared loosely."""
+    import html as entities
+
+    return re.findall(r"[a-z0-9_]+", entities.unescape(re.sub(r"<[^>]+>", " ", html)).lower())
+
+
+def _holds(words: list[str], run: list[str]) -> bool:
+    """Whether `run` appears in `words` as consecutive words."""
+    return any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
+
+
+# Eight words in a row are a sentence of the block, not a phrase that two texts share by chance.
+RUN = 8
+# A closed block as the built page has it: pymdownx.details renders `???` as <details> without `open`.
+CLOSED_BLOCK = re.compile(r"<details\b(?![^>]*\bopen\b)[^>]*>\s*<summary>.*?</summary>(.*?)</details>", re.S)
+
+
+def test_site_search_shows_no_hint_and_no_collapsed_answer(built_site):
+    """Search finds the pages, not what they fold away: no hint, and no closed block of any page, is in the index."""
+    import json
+
+    from budgetlab import labs
+
+    site = built_site.require()
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    indexed = _words(" ".join(f"{entry['title']} {entry['text']}" for entry in index["docs"]))
+    assert _holds(indexed, _words("Lab 2: The jobs that never finish")[:3]), "the search index holds no lab page"
+    found = [f"lab {lab.number}'s hint {n}" for lab in labs.load(ROOT) for n, hint in enumerate(lab.hints, 1)
+             if len(words := _words(hint)) >= RUN and _holds(indexed, words[:RUN])]
+    blocks = 0
+    pages = {page: page.read_text(encoding="utf-8") for page in sorted(site.rglob("*.html"))}
+    # A block that repeats what some page says openly (the story, a concept page's paragraph) folds nothing away.
+    shown = [_words(CLOSED_BLOCK.sub(" ", text)) for text in pages.values()]
+    for page, text in pages.items():
+        for block in CLOSED_BLOCK.findall(text):
+            if len(words := _words(block)) >= RUN and not any(_holds(open_words, words[:RUN]) for open_words in shown):
+                blocks += 1
+                if _holds(indexed, words[:RUN]):
+                    found.append(f"{page.relative_to(site)}: a closed block that begins {' '.join(words[:RUN])!r}")
+    assert blocks, "the built site has no closed block to look for"
+    assert not found, "site search shows what the pages fold away:\n" + "\n".join(found)
+
+
 # Many learners read the pages as raw markdown (on GitHub, say), where every `???` block shows open. So a lab page keeps
 # everything that tells the cause or the fix below this heading, after its tasks and its challenge, and a concept page
 # keeps what it shares with a lab's fix below the second.
@@ -302,3 +346,16 @@ def test_concept_page_keeps_what_answers_a_lab_at_its_end(page):
     if CONCEPT_ANSWERS in text:
         tail = text.split(f"\n{CONCEPT_ANSWERS}\n", 1)[1]
         assert not re.search(r"^## ", tail, flags=re.MULTILINE), f"{page}: `{CONCEPT_ANSWERS}` must be its last section"
+
+
+def test_only_a_closed_block_is_kept_out_of_search():
+    """docs/hooks/search_fold.py marks `???` blocks for search to skip, and leaves an open `???+` block searchable."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("budgetlab_docs_search_fold", ROOT / "docs" / "hooks" / "search_fold.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    closed = hook.fold('<details class="tip"><summary>Hint 1 of 3</summary><p>x</p></details>')
+    assert closed.startswith('<details data-search-exclude="collapsed" class="tip">'), closed
+    opened = '<details class="note" open="open"><summary>Key points</summary></details>'
+    assert hook.fold(opened) == opened
