@@ -19,12 +19,15 @@ from pathlib import Path
 from budgetlab import labs as manifest
 from budgetlab.errors import BudgetlabError
 
+#: The home page's needs of a batch with a model call (its "three things", and measuring them), one per lab.
+NEEDS = ("budget", "ending", "isolation", "measuring")
 #: The front-matter fields every lab page carries, and what each one is for.
 FIELDS = {
     "symptom": "what goes wrong for Kontor's people, in their words, never the mechanism",
     "concept": "the concept page to read after the lab, relative to docs/",
     "theme": "the lab's step in the workshop's story, a few words for the home page's diagram",
     "discussion": "the facilitator's question for the room after the lab",
+    "need": "which need of the home page's the lab is about: " + ", ".join(NEEDS),
 }
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                 "eleven", "twelve")
@@ -48,6 +51,7 @@ class PageLab:
     concept: str
     theme: str
     discussion: str
+    need: str
     #: The concept page's title, its first `# ` heading.
     concept_title: str
 
@@ -94,8 +98,19 @@ def load(root: Path | None = None) -> list[PageLab]:
             raise BudgetlabError(f"{path} lacks the front-matter field(s) {', '.join(missing)} "
                                  f"({'; '.join(FIELDS[name] for name in missing)})")
         fields = {name: " ".join(str(meta[name]).split()) for name in FIELDS}
+        if fields["need"] not in NEEDS:
+            raise BudgetlabError(f"{path}: need {fields['need']!r} is none of {', '.join(NEEDS)}")
         found.append(PageLab(lab, **fields, concept_title=concept_title(base / "docs" / fields["concept"])))
     return found
+
+
+def needing(labs: list[PageLab], need: str, here: str) -> str:
+    """The labs about one of the home page's needs, as prose links: "Labs [1](…), [4](…) and [6](…)"."""
+    links = [f"[{entry.lab.number}]({link(entry.page, here)})" for entry in labs if entry.need == need]
+    if not links:
+        return "No lab yet"
+    listed = links[0] if len(links) == 1 else f"{', '.join(links[:-1])} and {links[-1]}"
+    return f"{'Lab' if len(links) == 1 else 'Labs'} {listed}"
 
 
 def count_word(count: int) -> str:
@@ -305,6 +320,7 @@ RENDERERS = {
     "list": lambda labs, here: list_transcript(labs),
     "next-steps": lambda labs, here: next_steps(labs) + "\n",
     "workshop-transcript": lambda labs, here: workshop_transcript(labs),
+    **{f"need-{need}": (lambda need: lambda labs, here: needing(labs, need, here))(need) for need in NEEDS},
 }
 
 

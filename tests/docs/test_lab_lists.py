@@ -78,3 +78,24 @@ def test_no_page_counts_labs_by_hand(path):
     text = re.sub(r"<!-- labs: [\w-]+ -->.*?<!-- /labs -->", "", text, flags=re.DOTALL)
     found = [match.group(0) for match in HAND_COUNT.finditer(text)]
     assert not found, f"{path} counts labs by hand: {found}; write <!-- labs: count --> instead"
+
+
+def test_the_home_pages_needs_place_every_lab_once():
+    """Each lab page names one need, and the home page's need lists, rendered from the pages, hold every lab once."""
+    labs = lab_pages.load(ROOT)
+    placed = [int(number) for need in lab_pages.NEEDS
+              for number in re.findall(r"\[(\d+)\]\(labs/lab\d+\.md\)", lab_pages.render(f"need-{need}", labs, "index.md"))]
+    assert sorted(placed) == [entry.lab.number for entry in labs], placed
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    assert all(f"<!-- labs: need-{need} -->" in home for need in lab_pages.NEEDS), "the home page lost a need's list"
+
+
+def test_a_lab_page_with_an_unknown_need_is_a_one_line_error(tmp_path):
+    scratch_checkout(tmp_path, 99)
+    page = tmp_path / "docs" / "labs" / "lab1.md"
+    page.write_text(re.sub(r'(?m)^need: .*$', 'need: "speed"', page.read_text(encoding="utf-8"), count=1),
+                    encoding="utf-8")
+    from budgetlab.errors import BudgetlabError
+
+    with pytest.raises(BudgetlabError, match="need 'speed' is none of"):
+        lab_pages.load(tmp_path)
