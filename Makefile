@@ -104,7 +104,7 @@ docs: venv ## Serve the docs site on http://127.0.0.1:8000
 	bash scripts/vendor_docs_assets.sh
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
 
-readme: venv ## Write README.md's lab count, table and transcript from labs/labs.toml
+readme: venv ## Write README.md's lab count, table and transcript from tests/labs.toml
 	$(BIN)/python scripts/readme_labs.py
 
 docs-build: venv ## Build the docs site strictly into .budgetlab/site (and check README.md's lab lists)

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if new == text:
         return 0
     if args.check:
-        print(f"{readme} is stale against labs/labs.toml or the code's numbers; run `make readme`", file=sys.stderr)
+        print(f"{readme} is stale against tests/labs.toml or the code's numbers; run `make readme`", file=sys.stderr)
         return 1
     readme.write_text(new, encoding="utf-8")
     print(f"wrote {readme}")

@@ -2,7 +2,7 @@
 
 Each entry of TRANSCRIPTS runs one command as a learner would type it and
 stores what it printed in docs/transcripts/<name>.txt. A lab's entries come
-from the transcripts its table in labs/labs.toml declares: the name says the
+from the transcripts its table in tests/labs.toml declares: the name says the
 command (lab3-check-starter is `budgetlab check 3`), so a new lab adds none here. Pages include a file
 with pymdownx.snippets:
 
@@ -106,7 +106,7 @@ _LAB_COMMAND = re.compile(r"lab(?P<number>\d+)-(?P<verb>check|run)-(?P<kind>star
 
 
 def _lab_transcripts(root: Path = ROOT) -> tuple[list[Transcript], list[str]]:
-    """Return an entry for every transcript labs/labs.toml declares, and the declared names no rule here can run."""
+    """Return an entry for every transcript tests/labs.toml declares, and the declared names no rule here can run."""
     src = str(root / "src")
     if src not in sys.path:
         sys.path.insert(0, src)
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if UNDECLARABLE:
-        print(f"error: labs/labs.toml declares transcripts no command is known for: {', '.join(UNDECLARABLE)}; "
+        print(f"error: tests/labs.toml declares transcripts no command is known for: {', '.join(UNDECLARABLE)}; "
               "name them labN-check-starter, labN-run-solution and so on", file=sys.stderr)
         return 2
     known = {entry.name: entry for entry in TRANSCRIPTS}

@@ -109,7 +109,7 @@ def record(lab: labs.Lab, kind: str, name: str, texts: dict[str, str], why: str 
     path = variants.variants_file(lab)
     if path is None:
         raise BudgetlabError(f"lab {lab.number} declares no variants file; add "
-                             f'variants = "tests/{lab.slug}/variants.toml" to its [[lab]] in labs/labs.toml')
+                             f'variants = "tests/{lab.slug}/variants.toml" to its [[lab]] in tests/labs.toml')
     keep = keeps_comments(path)
     candidates = {}
     for base in variants.BASES:

@@ -1,4 +1,4 @@
-"""MkDocs hook that renders each lab's hints from labs/labs.toml as collapsed blocks, so the page and `budgetlab hint N` share one source.
+"""MkDocs hook that renders each lab's hints from tests/labs.toml as collapsed blocks, so the page and `budgetlab hint N` share one source.
 
 A lab page writes `<!-- budgetlab-hints N -->` where its hints belong; the
 hook replaces the marker with one closed `??? tip` block per hint, in the
@@ -22,7 +22,7 @@ MARKUP = re.compile(r"([\\`*_\[\]<>#|])")
 
 
 def _labs(config):
-    """Return {number: Lab} from the labs/labs.toml next to this site's mkdocs.yml."""
+    """Return {number: Lab} from the tests/labs.toml next to this site's mkdocs.yml."""
     if SRC.is_dir() and str(SRC) not in sys.path:
         sys.path.insert(0, str(SRC))
     from budgetlab import labs
@@ -41,7 +41,7 @@ def hint_blocks(hints: tuple[str, ...]) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Replace each hints marker with the lab's hints from labs/labs.toml."""
+    """Replace each hints marker with the lab's hints from tests/labs.toml."""
     if not MARKER.search(markdown):
         return markdown
     labs = _labs(config)
@@ -49,7 +49,7 @@ def on_page_markdown(markdown, page, config, files):
     def render(match):
         number = int(match.group(1))
         if number not in labs:
-            log.warning("%s asks for the hints of lab %d, which labs/labs.toml does not define",
+            log.warning("%s asks for the hints of lab %d, which tests/labs.toml does not define",
                         page.file.src_uri, number)
             return ""
         return hint_blocks(labs[number].hints)

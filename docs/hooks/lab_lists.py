@@ -1,4 +1,4 @@
-"""MkDocs hook that writes every list of labs on the site from labs/labs.toml, so no page counts or lists labs by hand.
+"""MkDocs hook that writes every list of labs on the site from tests/labs.toml, so no page counts or lists labs by hand.
 
 A page writes `<!-- labs: NAME -->` where a list belongs (the count, the home
 page's map and diagram, the labs table, the facilitator's agenda, self-paced

@@ -1,4 +1,4 @@
-"""MkDocs hook that writes the labs and the instructor notes into the nav from labs/labs.toml, so no title is typed twice.
+"""MkDocs hook that writes the labs and the instructor notes into the nav from tests/labs.toml, so no title is typed twice.
 
 mkdocs.yml lists only each section's index page (labs/index.md,
 instructors/index.md); the hook appends one entry per lab of the manifest,
@@ -41,7 +41,7 @@ def on_config(config):
     by_hand = sorted(sitenav.pages_in(nav) & {page for pages in generated.values() for entry in pages for page in entry.values()})
     if by_hand:
         raise PluginError(f"lab_nav: mkdocs.yml lists {', '.join(by_hand)} by hand; the nav takes every lab from "
-                          "labs/labs.toml, so leave only the section's index page there")
+                          "tests/labs.toml, so leave only the section's index page there")
     for index, pages in generated.items():
         section = sitenav.section_of(nav, index)
         if section is None:

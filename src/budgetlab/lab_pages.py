@@ -1,4 +1,4 @@
-"""Every list of labs the pages and the README show, rendered from labs/labs.toml and each lab page's front matter.
+"""Every list of labs the pages and the README show, rendered from tests/labs.toml and each lab page's front matter.
 
 The manifest gives each lab's number, title and timebox; the lab page's own front
 matter (docs/labs/labN.md) gives what only a page needs: the symptom Kontor's

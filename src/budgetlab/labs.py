@@ -1,4 +1,4 @@
-"""The typed loader of labs/labs.toml, the one file that describes every lab."""
+"""The typed loader of tests/labs.toml, the one file that describes every lab."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from budgetlab.paths import labs_root as repo_root
 
 @dataclass(frozen=True)
 class Lab:
-    """One lab, as labs/labs.toml declares it."""
+    """One lab, as tests/labs.toml declares it."""
 
     #: Position in the workshop, unique among the labs; `budgetlab run N` takes it.
     number: int
@@ -65,7 +65,7 @@ class Lab:
 
 
 def metadata_file(root: Path | None = None) -> Path:
-    return (root or repo_root()) / "labs" / "labs.toml"
+    return (root or repo_root()) / "tests" / "labs.toml"
 
 
 def load(root: Path | None = None) -> list[Lab]:

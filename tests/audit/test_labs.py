@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from budgetlab import labs
+from budgetlab import labs as manifest
 from budgetlab.audit import RULES, audit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,9 +19,9 @@ ALL_LABS = [lab.number for lab in labs.load(ROOT)]
 
 
 def _declared_files(slug: str) -> list[str]:
-    """The files labs/labs.toml lists for a lab, or none when it does not list the lab."""
+    """The files tests/labs.toml lists for a lab, or none when it does not list the lab."""
     try:
-        data = tomllib.loads((ROOT / "labs" / "labs.toml").read_text(encoding="utf-8"))
+        data = tomllib.loads(manifest.metadata_file(ROOT).read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return []
     for entry in data.get("lab", []):

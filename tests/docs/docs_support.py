@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from budgetlab import labs as manifest
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCREENSHOTS = ROOT / ".budgetlab" / "shots"
@@ -71,11 +73,11 @@ def build_site(config_file: Path, site_dir: Path) -> Build:
 def copy_project(destination: Path) -> Path:
     """Copy mkdocs.yml, docs/ and the labs' metadata into destination, for tests that build a changed copy.
 
-    Return the config path. labs/labs.toml comes along because the hints on the lab pages are read from it.
+    Return the config path. tests/labs.toml comes along because the hints on the lab pages are read from it.
     """
     shutil.copy2(ROOT / "mkdocs.yml", destination / "mkdocs.yml")
-    (destination / "labs").mkdir()
-    shutil.copy2(ROOT / "labs" / "labs.toml", destination / "labs" / "labs.toml")
+    manifest.metadata_file(destination).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(manifest.metadata_file(ROOT), manifest.metadata_file(destination))
     shutil.copytree(DOCS, destination / "docs", ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     return destination / "mkdocs.yml"
 

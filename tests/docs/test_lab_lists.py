@@ -1,4 +1,4 @@
-"""Every list of labs on the site and in the README follows labs/labs.toml: generated, never written by hand."""
+"""Every list of labs on the site and in the README follows tests/labs.toml: generated, never written by hand."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from docs_support import DOCS, ROOT, build_site, copy_project
 
 from budgetlab import lab_pages
+from budgetlab import labs as manifest
 
 GENERATOR = ROOT / "scripts" / "readme_labs.py"
 WORDS = "|".join(lab_pages.NUMBER_WORDS[2:])
@@ -24,9 +25,9 @@ def scratch_checkout(tmp_path, keep: int):
     """Copy README.md, the docs and a labs.toml cut down to its first `keep` labs into tmp_path."""
     config = copy_project(tmp_path)
     shutil.copy2(ROOT / "README.md", tmp_path / "README.md")
-    text = (ROOT / "labs" / "labs.toml").read_text(encoding="utf-8")
+    text = manifest.metadata_file(ROOT).read_text(encoding="utf-8")
     header, *tables = re.split(r"(?m)^\[\[lab\]\]\n", text)
-    (tmp_path / "labs" / "labs.toml").write_text(header + "".join(f"[[lab]]\n{t}" for t in tables[:keep]),
+    manifest.metadata_file(tmp_path).write_text(header + "".join(f"[[lab]]\n{t}" for t in tables[:keep]),
                                                  encoding="utf-8")
     return config
 
@@ -39,7 +40,7 @@ def test_readme_is_current():
 
 def test_a_lab_fewer_in_the_manifest_changes_every_list(tmp_path):
     """With one lab fewer in a scratch labs.toml, the README and every list the hook renders shrink with it."""
-    labs = tomllib.loads((ROOT / "labs" / "labs.toml").read_text(encoding="utf-8"))["lab"]
+    labs = tomllib.loads(manifest.metadata_file(ROOT).read_text(encoding="utf-8"))["lab"]
     keep = len(labs) - 1
     scratch_checkout(tmp_path, keep)
     stale = subprocess.run([sys.executable, str(GENERATOR), "--check", "--root", str(tmp_path)],

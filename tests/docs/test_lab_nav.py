@@ -1,4 +1,4 @@
-"""The site's nav lists every lab and its notes from labs/labs.toml (docs/hooks/lab_nav.py); mkdocs.yml types no lab title."""
+"""The site's nav lists every lab and its notes from tests/labs.toml (docs/hooks/lab_nav.py); mkdocs.yml types no lab title."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from budgetlab import labs
 
 pytestmark = pytest.mark.browser
 
-# Every lab page, from the manifest: a lab added to labs/labs.toml is tested without an edit here.
+# Every lab page, from the manifest: a lab added to tests/labs.toml is tested without an edit here.
 LABS = labs.load(ROOT)
 LAB_PAGES = [f"{Path(lab.page).relative_to('docs').with_suffix('').as_posix()}/" for lab in LABS]
 

@@ -11,10 +11,11 @@ import pytest
 from docs_support import DOCS, ROOT, build_site, copy_project
 
 from budgetlab import labs
+from budgetlab import labs as manifest
 
 LAB_SECTIONS = ("Questions", "Objectives", "The story", "Tasks", "Hints", "Expected output", "Challenge",
                 "Further reading", "After you pass", "Key points")
-# Every lab labs/labs.toml declares, so a new lab's page is checked without an edit here.
+# Every lab tests/labs.toml declares, so a new lab's page is checked without an edit here.
 LAB_NUMBERS = [lab.number for lab in labs.load(ROOT)]
 EXTERNAL_ASSET = re.compile(
     r'<(?:script|img|iframe|source|audio|video)\b[^>]*\ssrc="(?:https?:)?//'
@@ -93,22 +94,22 @@ def test_lab_page_shows_the_hints_of_labs_toml_collapsed_in_order(built_site, nu
     blocks = re.findall(r'<details class="tip">\s*<summary>(.*?)</summary>(.*?)</details>', page, flags=re.DOTALL)
     texts = [" ".join(html.unescape(re.sub(r"<[^>]+>", "", body)).split()) for _, body in blocks]
     assert texts == [" ".join(hint.split()) for hint in lab["hints"]], (
-        f"lab {number}'s page shows other hints than labs/labs.toml:\n{texts}"
+        f"lab {number}'s page shows other hints than tests/labs.toml:\n{texts}"
     )
     titles = [re.sub(r"<[^>]+>", "", title) for title, _ in blocks]
     assert all(title.startswith(f"Hint {index} of {len(blocks)}") for index, title in enumerate(titles, 1)), titles
 
 
 def load_labs() -> list[dict]:
-    """Return the [[lab]] tables of labs/labs.toml, the one place that defines the labs."""
-    path = ROOT / "labs" / "labs.toml"
+    """Return the [[lab]] tables of tests/labs.toml, the one place that defines the labs."""
+    path = manifest.metadata_file(ROOT)
     if not path.exists():
-        pytest.skip("labs/labs.toml does not exist yet")
+        pytest.skip("tests/labs.toml does not exist yet")
     return tomllib.loads(path.read_text(encoding="utf-8"))["lab"]
 
 
 def test_lab_pages_agree_with_labs_toml():
-    """Each lab page shows the title, timebox, directory and files that labs/labs.toml gives its lab."""
+    """Each lab page shows the title, timebox, directory and files that tests/labs.toml gives its lab."""
     for lab in load_labs():
         number, title = lab["number"], lab["title"]
         text = (DOCS / "labs" / f"lab{number}.md").read_text(encoding="utf-8")

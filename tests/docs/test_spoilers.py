@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from docs_support import ROOT
 
+from budgetlab import labs as manifest
+
 # Pages a learner reads while working on a lab; instructor notes and the facilitator guide are exempt.
 LEARNER_PAGES = ("index.html", "getting-started/index.html", "glossary/index.html", "cheatsheet/index.html",
                  "labs/*/index.html", "concepts/*/index.html")
@@ -199,7 +201,7 @@ def test_learner_pages_include_concepts_and_every_page_a_lab_links(built_site):
 
 
 @pytest.mark.parametrize("lab", load_labs_toml := __import__("tomllib").loads(
-    (ROOT / "labs" / "labs.toml").read_text(encoding="utf-8"))["lab"], ids=lambda lab: f"lab{lab['number']}")
+    manifest.metadata_file(ROOT).read_text(encoding="utf-8"))["lab"], ids=lambda lab: f"lab{lab['number']}")
 def test_no_learner_page_states_the_last_hint_outside_a_collapsed_block(built_site, lab):
     """No learner page says, where it shows without a click, what the lab's last hint (the nearest to the answer) says."""
     site = built_site.require()

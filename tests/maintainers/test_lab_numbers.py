@@ -1,4 +1,4 @@
-"""No test module or script keeps its own list of labs: every one reads labs/labs.toml, so a new lab is covered everywhere."""
+"""No test module or script keeps its own list of labs: every one reads tests/labs.toml, so a new lab is covered everywhere."""
 
 from __future__ import annotations
 

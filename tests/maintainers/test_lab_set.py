@@ -61,7 +61,7 @@ def test_read_only_files_are_the_same_bytes_in_labs_and_solutions(lab):
 def test_lab_declares_its_scenario_pages_transcripts_and_variants(lab):
     """Everything about a lab is found from labs.toml, never guessed from its number, and what it names exists."""
     for key in ("scenario", "story", "page", "instructor_page", "variants"):
-        assert getattr(lab, key), f"lab {lab.number} declares no {key} in labs/labs.toml"
+        assert getattr(lab, key), f"lab {lab.number} declares no {key} in tests/labs.toml"
     assert importlib.util.find_spec(lab.scenario), f"lab {lab.number}'s scenario {lab.scenario} does not exist"
     # budgetlab.stories arrives with issue 17's rig work; until it exists, the story is declared only.
     if importlib.util.find_spec("budgetlab.stories"):
