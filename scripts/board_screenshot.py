@@ -5,16 +5,22 @@ the agenda: everyone has met lab 1, lab 2 is under way. Every sentence and
 symptom comes from the real check transcripts in docs/transcripts/ (the
 pristine labs' output), so the picture shows what `check` really posts.
 Then `budgetlab facilitate` serves that room and Debian's Chromium takes
-the screenshot.
+the screenshots of the part that matters (what holds the room back), one
+as a laptop shows the board and one as a phone does, each about as wide as
+the guide's page there, so that its text reads at its own size. The PNG carries a fingerprint of
+everything it was made from (the labs' headings, the transcripts it
+replays, the board's template and styles); the suite recomputes it, so a
+picture that no longer shows the current board fails until it is re-taken.
 
 Usage:
-    python scripts/board_screenshot.py                 # writes docs/assets/board.png
-    python scripts/board_screenshot.py --output X.png  # writes elsewhere (the docs test does)
+    python scripts/board_screenshot.py                 # writes docs/assets/board.png and board-phone.png
+    python scripts/board_screenshot.py --output X.png  # writes X.png and X-phone.png (the docs test does)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
@@ -27,6 +33,41 @@ TRANSCRIPTS = ROOT / "docs" / "transcripts"
 CHROMIUM = "/usr/bin/chromium"
 NAMES = ["Ada", "Bilal", "Chen", "Dana", "Emeka", "Farah", "Gustav", "Hana", "Ivo", "Jonas", "Kemal", "Lea",
          "Mara", "Nils"]
+
+
+# The two pictures: (viewport width, how much of the page's top it keeps), for a laptop and for a phone,
+# each no wider than the page shows it there, so its text is read at about its own size.
+SHOTS = {"": (1000, 760), "-phone": (380, 1100)}
+# The PNG text chunk that holds the fingerprint.
+FINGERPRINT_KEY = "budgetlab-inputs"
+
+
+def inputs() -> list[Path]:
+    """Every file whose change changes the picture: the transcripts it replays, and the board's page."""
+    board = ROOT / "src" / "budgetlab" / "board"
+    return [TRANSCRIPTS / f"lab{lab}-check-starter.txt" for lab in (1, 2)] + sorted(
+        path for path in board.rglob("*") if path.suffix in (".html", ".css", ".js"))
+
+
+def fingerprint() -> str:
+    """Return the hash of what the picture shows: the labs' headings and every input file."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from budgetlab import labs
+
+    digest = hashlib.sha256()
+    for lab in labs.load(ROOT):
+        digest.update(f"{lab.number} {lab.title}\n".encode())
+    for path in inputs():
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def stored_fingerprint(png: Path) -> str | None:
+    """Return the fingerprint a picture carries, None when it carries none."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        return image.text.get(FINGERPRINT_KEY)
 
 
 def starter_results(lab: int) -> list[dict]:
@@ -81,6 +122,22 @@ def replay(session_start: float) -> None:
             send(index, 2, rng.uniform(53, 57), fixed(lab2, 1, 2, 3, 4), 40, 2)
 
 
+def shot_path(output: Path, suffix: str) -> Path:
+    """Return where one of the pictures goes: board.png, board-phone.png."""
+    return output.with_name(f"{output.stem}{suffix}{output.suffix}")
+
+
+def _stamp(png: Path) -> None:
+    """Write the fingerprint into the picture's text chunk."""
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text(FINGERPRINT_KEY, fingerprint())
+    with Image.open(png) as image:
+        image.load()
+        image.save(png, pnginfo=info, optimize=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "assets" / "board.png")
@@ -105,14 +162,18 @@ def main() -> int:
         with RoomBoard(Path(state), "--stuck-after", "15") as board, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                                  args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
-            page = browser.new_page(viewport={"width": 1400, "height": 900}, color_scheme="light")
-            page.goto(board.page_url)
-            page.wait_for_selector('tr[data-learner] + tr')
-            page.wait_for_selector("tr.stuck")
             args.output.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.output), full_page=True)
+            for suffix, (width, height) in SHOTS.items():
+                page = browser.new_page(viewport={"width": width, "height": height}, color_scheme="light")
+                page.goto(board.page_url)
+                page.wait_for_selector('tr[data-learner] + tr')
+                page.wait_for_selector("tr.stuck")
+                path = shot_path(args.output, suffix)
+                page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": width, "height": height})
+                page.close()
+                _stamp(path)
+                print(f"wrote {path}")
             browser.close()
-    print(f"wrote {args.output}")
     return 0
 
 

@@ -101,16 +101,47 @@ def test_exports_download_and_closing_the_room_refuses_results(board_page):
 
 
 def test_the_guides_screenshot_is_made_by_its_script(tmp_path):
-    """scripts/board_screenshot.py replays a room into a real board and writes the PNG the facilitator guide shows."""
+    """scripts/board_screenshot.py replays a room into a real board and writes the two PNGs the facilitator guide shows."""
     import subprocess
     import sys
 
-    from docs_support import DOCS, ROOT
+    from docs_support import ROOT
 
     output = tmp_path / "board.png"
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "board_screenshot.py"), "--output", str(output)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the script wrote no PNG"
-    assert "assets/board.png" in (DOCS / "facilitator.md").read_text(), "the guide no longer shows the board"
-    assert (DOCS / "assets" / "board.png").exists(), "run python scripts/board_screenshot.py"
+    script = _board_script()
+    for suffix, (width, height) in script.SHOTS.items():
+        shot = script.shot_path(output, suffix)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"the script wrote no {shot.name}"
+        from PIL import Image
+
+        with Image.open(shot) as image:
+            assert image.size == (width, height), f"{shot.name} is {image.size}, not the {width}x{height} the script asks"
+        assert script.stored_fingerprint(shot) == script.fingerprint(), f"{shot.name} carries no fingerprint of its inputs"
+
+
+def test_the_guide_shows_the_current_board():
+    """The pictures in docs/assets were taken from today's labs, transcripts and board page, and the guide shows both."""
+    from docs_support import DOCS
+
+    script = _board_script()
+    guide = (DOCS / "facilitator.md").read_text(encoding="utf-8")
+    for suffix in script.SHOTS:
+        shot = script.shot_path(DOCS / "assets" / "board.png", suffix)
+        assert f"assets/{shot.name}" in guide, f"the facilitator guide no longer shows {shot.name}"
+        assert shot.exists() and script.stored_fingerprint(shot) == script.fingerprint(), (
+            f"docs/assets/{shot.name} shows an older board (a lab's title, a transcript or the board's page changed): "
+            "run python scripts/board_screenshot.py")
+
+
+def _board_script():
+    import importlib.util
+
+    from docs_support import ROOT
+
+    spec = importlib.util.spec_from_file_location("budgetlab_board_screenshot", ROOT / "scripts" / "board_screenshot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
