@@ -42,10 +42,19 @@ SHOTS = {"": (1000, 760), "-phone": (380, 1100)}
 FINGERPRINT_KEY = "budgetlab-inputs"
 
 
+def pictured() -> tuple[int, int]:
+    """The numbers of the labs the replayed hour reaches: the workshop's first two."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from budgetlab import labs
+
+    first, second = (lab.number for lab in labs.load(ROOT)[:2])
+    return first, second
+
+
 def inputs() -> list[Path]:
     """Every file whose change changes the picture: the transcripts it replays, and the board's page."""
     board = ROOT / "src" / "budgetlab" / "board"
-    return [TRANSCRIPTS / f"lab{lab}-check-starter.txt" for lab in (1, 2)] + sorted(
+    return [TRANSCRIPTS / f"lab{lab}-check-starter.txt" for lab in pictured()] + sorted(
         path for path in board.rglob("*") if path.suffix in (".html", ".css", ".js"))
 
 
@@ -92,7 +101,8 @@ def replay(session_start: float) -> None:
     from budgetlab.board import payload, services
 
     room = services.room_open(fresh=True)
-    lab1, lab2 = starter_results(1), starter_results(2)
+    first, second = pictured()
+    lab1, lab2 = starter_results(first), starter_results(second)
     rng = random.Random(20)
 
     def send(index: int, lab: int, minute: float, results: list[dict], lab_started: float, hints: int = 0):
@@ -102,24 +112,24 @@ def replay(session_start: float) -> None:
         services.post_record(room, payload.validate(body), received_at=session_start + minute * 60)
 
     for index in range(len(NAMES)):
-        send(index, 1, rng.uniform(13, 18), lab1, 10, 0)
+        send(index, first, rng.uniform(13, 18), lab1, 10, 0)
         if NAMES[index] == "Ivo":
             # Still on lab 1, with the same check failing since minute 24.
-            send(index, 1, 24, fixed(lab1, 0, 1, 2, 3), 10, 2)
-            send(index, 1, 41, fixed(lab1, 0, 1, 2, 3), 10, 3)
+            send(index, first, 24, fixed(lab1, 0, 1, 2, 3), 10, 2)
+            send(index, first, 41, fixed(lab1, 0, 1, 2, 3), 10, 3)
             continue
-        send(index, 1, rng.uniform(22, 36), fixed(lab1), 10, rng.randint(0, 2))
+        send(index, first, rng.uniform(22, 36), fixed(lab1), 10, rng.randint(0, 2))
         if NAMES[index] in ("Bilal", "Farah"):
             # Checked early; the helper re-raises now, but the jobs still do not end failed.
-            send(index, 2, rng.uniform(41, 42), lab2, 40, 0)
-            send(index, 2, rng.uniform(46, 47), fixed(lab2, 2, 3, 4), 40, 1)
-            send(index, 2, rng.uniform(53, 57), fixed(lab2, 2, 3, 4), 40, 2)
+            send(index, second, rng.uniform(41, 42), lab2, 40, 0)
+            send(index, second, rng.uniform(46, 47), fixed(lab2, 2, 3, 4), 40, 1)
+            send(index, second, rng.uniform(53, 57), fixed(lab2, 2, 3, 4), 40, 2)
             continue
-        send(index, 2, rng.uniform(47, 52), lab2, 40, 0)
+        send(index, second, rng.uniform(47, 52), lab2, 40, 0)
         if NAMES[index] in ("Chen", "Hana", "Lea"):
-            send(index, 2, rng.uniform(53, 57), fixed(lab2), 40, rng.randint(0, 1))
+            send(index, second, rng.uniform(53, 57), fixed(lab2), 40, rng.randint(0, 1))
         elif NAMES[index] in ("Dana", "Jonas", "Kemal"):
-            send(index, 2, rng.uniform(53, 57), fixed(lab2, 1, 2, 3, 4), 40, 2)
+            send(index, second, rng.uniform(53, 57), fixed(lab2, 1, 2, 3, 4), 40, 2)
 
 
 def shot_path(output: Path, suffix: str) -> Path:
