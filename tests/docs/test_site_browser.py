@@ -118,6 +118,9 @@ def test_dark_mode_toggle_switches_the_palette(probe, site_url):
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 SMALLEST_LABEL_PX = 11
 NARROWEST_COLUMN_PX = {"desktop": 120, "phone": 80}
+# ... and a column that narrow is crushed when a cell's text wraps onto this many lines: a column of numbers
+# or short words may be narrow (the audit's precision tables fit a laptop's page that way).
+CRUSHED_LINES = 3
 
 # Measures one loaded page in the browser; Mermaid hosts have open shadow roots (see conftest).
 MEASURE = """
@@ -143,9 +146,17 @@ MEASURE = """
     if (table.closest(".jp-OutputArea, .jupyter-wrapper")) continue;
     const row = table.querySelector("tr");
     if (!row) continue;
-    for (const cell of row.children) {
-      columns.push({text: (cell.textContent || "").trim().slice(0, 40), px: cell.getBoundingClientRect().width});
-    }
+    // How many lines a cell's text is drawn on: the distinct tops of its line boxes.
+    const lines = (cell) => {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      return new Set(Array.from(range.getClientRects()).map((rect) => Math.round(rect.top))).size;
+    };
+    Array.from(row.children).forEach((cell, index) => {
+      const cells = Array.from(table.rows).map((r) => r.cells[index]).filter(Boolean);
+      columns.push({text: (cell.textContent || "").trim().slice(0, 40), px: cell.getBoundingClientRect().width,
+                    lines: Math.max(...cells.map(lines))});
+    });
   }
   const consoles = [];
   for (const code of article.querySelectorAll(".language-console pre > code")) {
@@ -247,8 +258,8 @@ def scrolled_to_the_end(page, folder, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", VIEWPORTS)
 def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, built_site, screen):
-    """On every page: diagram labels of 11 px or more (and diagrams that fit a laptop's column), no crushed table
-    column, no console line cut off, every answer block closed on load, the instructor section in the nav;
+    """On every page: diagram labels of 11 px or more (and diagrams and tables that fit a laptop's column), no crushed
+    table column, no console line cut off, every answer block closed on load, the instructor section in the nav;
     a full-page screenshot of each in .budgetlab/shots/ (unless BUDGETLAB_SHOTS=0)."""
     shots = SCREENSHOTS / screen
     shots.mkdir(parents=True, exist_ok=True)
@@ -266,13 +277,18 @@ def test_every_page_reads_on_a_laptop_and_a_phone(chromium_browser, site_url, bu
             where = f"/{path} at {screen} width"
             problems += [f"{where}: diagram label {label['text']!r} drawn at {label['px']:.1f} px"
                          for label in found["labels"] if label["px"] < SMALLEST_LABEL_PX]
-            problems += [f"{where}: table column {column['text']!r} only {column['px']:.0f} px wide"
-                         for column in found["columns"] if column["px"] < NARROWEST_COLUMN_PX[screen]]
+            problems += [f"{where}: table column {column['text']!r} only {column['px']:.0f} px wide, its text on "
+                         f"{column['lines']} lines" for column in found["columns"]
+                         if column["px"] < NARROWEST_COLUMN_PX[screen] and column["lines"] >= CRUSHED_LINES]
             if screen == "desktop":
                 # On a laptop a diagram fits its column; on a phone it may scroll sideways instead of shrinking.
                 problems += [f"{where}: diagram {diagram['text']!r} is {diagram['drawn']:.0f} px wide in a "
                              f"{diagram['column']} px column" for diagram in found["diagrams"]
                              if diagram["drawn"] > diagram["column"] + 1]
+            if screen == "desktop":
+                # On a laptop every table fits the page's column: a scroll there hides its last columns.
+                problems += [f"{where}: table {item['text']!r} is {item['width']} px wide in a {item['visible']} px "
+                             "column" for item in found["reach"] if item["kind"] == "table" and item["scrolls"]]
             if screen == "desktop" and path.startswith("labs/lab"):
                 problems += [f"{where}: console block {block['text']!r} is {block['content']} px wide in a "
                              f"{block['block']} px block" for block in found["consoles"]
