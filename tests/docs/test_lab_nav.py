@@ -9,8 +9,6 @@ import re
 
 import pytest
 from docs_support import ROOT
-from mkdocs.config import load_config
-from mkdocs.exceptions import PluginError
 
 from budgetlab import lab_pages, sitenav
 
@@ -24,6 +22,9 @@ def _hook():
 
 @pytest.fixture(scope="module")
 def config():
+    # MkDocs is imported here, not at the top: the passes on a second Python collect this module without it.
+    from mkdocs.config import load_config
+
     return load_config(str(ROOT / "mkdocs.yml"))
 
 
@@ -44,6 +45,8 @@ def test_a_lab_page_named_by_hand_in_mkdocs_yml_stops_the_build(config):
     config = copy.copy(config)
     config.nav = copy.deepcopy(config.nav)
     sitenav.section_of(config.nav, "labs/index.md").append({"2 · The signal your loop already caught": "labs/lab2.md"})
+    from mkdocs.exceptions import PluginError
+
     with pytest.raises(PluginError, match=r"labs/lab2\.md by hand"):
         _hook().on_config(config)
 
