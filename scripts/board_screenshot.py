@@ -29,6 +29,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from budgetlab import labs  # noqa: E402
+
 TRANSCRIPTS = ROOT / "docs" / "transcripts"
 CHROMIUM = "/usr/bin/chromium"
 NAMES = ["Ada", "Bilal", "Chen", "Dana", "Emeka", "Farah", "Gustav", "Hana", "Ivo", "Jonas", "Kemal", "Lea",
@@ -44,9 +48,6 @@ FINGERPRINT_KEY = "budgetlab-inputs"
 
 def pictured() -> tuple[int, int]:
     """The numbers of the labs the replayed hour reaches: the workshop's first two."""
-    sys.path.insert(0, str(ROOT / "src"))
-    from budgetlab import labs
-
     first, second = (lab.number for lab in labs.load(ROOT)[:2])
     return first, second
 
@@ -60,9 +61,6 @@ def inputs() -> list[Path]:
 
 def fingerprint() -> str:
     """Return the hash of what the picture shows: the labs' headings and every input file."""
-    sys.path.insert(0, str(ROOT / "src"))
-    from budgetlab import labs
-
     digest = hashlib.sha256()
     for lab in labs.load(ROOT):
         digest.update(f"{lab.number} {lab.title}\n".encode())

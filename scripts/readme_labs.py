@@ -24,7 +24,7 @@ from budgetlab.errors import BudgetlabError  # noqa: E402
 BLOCK = re.compile(r"(<!-- labs: ([\w-]+) -->)(.*?)(<!-- /labs -->)", re.DOTALL)
 # A number the code sets, e.g. `<!-- number: inworker.clock.DEFAULT_FACTOR times -->200<!-- /number -->`
 # (budgetlab.page_numbers): the README shows the value between the marks, as GitHub renders it.
-NUMBER = re.compile(r"(<!-- number: ((?:\w+\.)+)(\w+)(?: ([\w.-]+))? -->)(.*?)(<!-- /number -->)")
+NUMBER = re.compile(rf"(<!-- number: {page_numbers.NAME} -->)(.*?)(<!-- /number -->)")
 
 
 def regenerate(text: str, labs: list) -> str:
@@ -38,7 +38,7 @@ def regenerate(text: str, labs: list) -> str:
 
     def number(match):
         opening, path, name, form, _, closing = match.groups()
-        return f"{opening}{page_numbers.render(path.rstrip('.'), name, form or '')}{closing}"
+        return f"{opening}{page_numbers.reference(path, name, form)}{closing}"
 
     return NUMBER.sub(number, BLOCK.sub(render, text))
 

@@ -20,8 +20,11 @@ import re
 
 from budgetlab.errors import BudgetlabError
 
+# What names a number: the module's path with its trailing dot, the constant, and the form if any
+# (`lab8.TOLERANCE`, `inworker.clock.DEFAULT_FACTOR times`); three groups, read by `reference`.
+NAME = r"((?:\w+\.)+)(\w+)(?: ([\w.-]+))?"
 # In a page: <!-- budgetlab-number lab8.TOLERANCE -->, <!-- budgetlab-number inworker.clock.DEFAULT_FACTOR times -->.
-MARKER = re.compile(r"<!-- budgetlab-number ((?:\w+\.)+)(\w+)(?: ([\w.-]+))? -->")
+MARKER = re.compile(rf"<!-- budgetlab-number {NAME} -->")
 
 
 def _plain(value: float) -> str:
@@ -55,6 +58,11 @@ def render(path: str, name: str, form: str = "") -> str:
     return FORMS[form](value(path, name))
 
 
+def reference(path: str, name: str, form: str | None) -> str:
+    """Return the number that NAME's three groups name, as a page writes it."""
+    return render(path.rstrip("."), name, form or "")
+
+
 def fill(text: str) -> str:
     """Replace every marker in a page's text with its number."""
-    return MARKER.sub(lambda m: render(m.group(1).rstrip("."), m.group(2), m.group(3) or ""), text)
+    return MARKER.sub(lambda match: reference(*match.groups()), text)

@@ -70,6 +70,19 @@ def build_site(config_file: Path, site_dir: Path) -> Build:
     return Build(site_dir, result.returncode, result.stdout + result.stderr)
 
 
+def load_module(relative: str):
+    """Load a script or docs hook of the checkout (not a package) by its path relative to the root, e.g. docs/hooks/lab_nav.py."""
+    import importlib.util
+
+    path = ROOT / relative
+    spec = importlib.util.spec_from_file_location(f"budgetlab_{path.parent.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses needs the module registered while the class bodies run.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def copy_project(destination: Path) -> Path:
     """Copy mkdocs.yml, docs/ and the labs' metadata into destination, for tests that build a changed copy.
 

@@ -137,11 +137,6 @@ def test_the_guide_shows_the_current_board():
 
 
 def _board_script():
-    import importlib.util
+    from docs_support import load_module
 
-    from docs_support import ROOT
-
-    spec = importlib.util.spec_from_file_location("budgetlab_board_screenshot", ROOT / "scripts" / "board_screenshot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("scripts/board_screenshot.py")

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import copy
 import html
-import importlib.util
 import re
 
 import pytest
-from docs_support import ROOT
+from docs_support import ROOT, load_module
 
 from budgetlab import lab_pages, sitenav
 
 
 def _hook():
-    spec = importlib.util.spec_from_file_location("budgetlab_docs_lab_nav", ROOT / "docs" / "hooks" / "lab_nav.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("docs/hooks/lab_nav.py")
 
 
 @pytest.fixture(scope="module")

@@ -352,11 +352,9 @@ def test_concept_page_keeps_what_answers_a_lab_at_its_end(page):
 
 def test_only_a_closed_block_is_kept_out_of_search():
     """docs/hooks/search_fold.py marks `???` blocks for search to skip, and leaves an open `???+` block searchable."""
-    import importlib.util
+    from docs_support import load_module
 
-    spec = importlib.util.spec_from_file_location("budgetlab_docs_search_fold", ROOT / "docs" / "hooks" / "search_fold.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
+    hook = load_module("docs/hooks/search_fold.py")
     closed = hook.fold('<details class="tip"><summary>Hint 1 of 3</summary><p>x</p></details>')
     assert closed.startswith('<details data-search-exclude="collapsed" class="tip">'), closed
     opened = '<details class="note" open="open"><summary>Key points</summary></details>'

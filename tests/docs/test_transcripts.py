@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 
 import pytest
-from docs_support import DOCS, ROOT
+from docs_support import DOCS, load_module
 
 INCLUDE = re.compile(r"""--8<--\s+["']transcripts/([^"']+)\.txt["']""")
 
 
-def _load_transcripts_module():
-    spec = importlib.util.spec_from_file_location("budgetlab_docs_transcripts", ROOT / "scripts" / "transcripts.py")
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses needs the module registered while the class bodies run.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-transcripts = _load_transcripts_module()
+transcripts = load_module("scripts/transcripts.py")
 
 
 @pytest.mark.parametrize("entry", transcripts.TRANSCRIPTS, ids=lambda entry: entry.name)
