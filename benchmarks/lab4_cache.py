@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def tree(value: str) -> Path:
     path = (ROOT / value) if value in ("labs", "solutions") else Path(value).resolve()
-    if not (path / "lab4_reference_cache" / "categories.py").is_file():
-        raise SystemExit(f"lab4_cache: {path} has no lab4_reference_cache/categories.py")
+    if not (path / "lab4_extraction_batch" / "categories.py").is_file():
+        raise SystemExit(f"lab4_cache: {path} has no lab4_extraction_batch/categories.py")
     return path
 
 

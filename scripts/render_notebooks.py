@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# name -> (the lab's notebook, the docs' rendered copy)
-NOTEBOOKS = {
-    "budget": (ROOT / "labs" / "lab1_inherited_limit" / "budget.ipynb", ROOT / "docs" / "notebooks" / "budget.ipynb"),
-    "stats": (ROOT / "labs" / "lab5_frozen_stats" / "stats.ipynb", ROOT / "docs" / "notebooks" / "stats.ipynb"),
-}
+sys.path.insert(0, str(ROOT / "src"))
+
+from budgetlab import labs  # noqa: E402 - after the checkout's src/ is on the path
+
+# name -> (the lab's notebook, the docs' rendered copy), for every notebook the manifest declares
+NOTEBOOKS = {Path(name).stem: (lab.starter_dir(ROOT) / name, ROOT / "docs" / "notebooks" / Path(name).name)
+             for lab in labs.load(ROOT) for name in lab.notebooks}
 
 
 def render(source: Path, target: Path) -> Path:

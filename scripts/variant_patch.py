@@ -3,7 +3,7 @@
 A variant is a wrong fix (the graders must reject it) or an alternative
 (they must accept it). It is stored as a unified diff against labs/ or
 solutions/, whichever gives the smaller diff, and declared in the lab's
-variants file (labs.toml's `variants`, e.g. tests/lab2_swallowed_limit/variants.toml).
+variants file (labs.toml's `variants`, e.g. tests/lab2_batch_jobs/variants.toml).
 
 Usage:
     python scripts/variant_patch.py add N KIND NAME FOLDER [--why TEXT]

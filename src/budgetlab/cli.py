@@ -40,6 +40,14 @@ def _warn(message: str) -> None:
     errors.print(f"[yellow]warning:[/] {message}")
 
 
+def _say_what_moved(entry, where) -> None:
+    """Tell a learner once that their tree still holds a lab under the folder name it had before."""
+    from budgetlab.commands import progress
+
+    if where.is_learners and (moved := where.moved(entry)):
+        progress.note_once(f"moved:{entry.number}:{entry.slug}", moved, _warn)
+
+
 @app.command("list")
 def list_labs() -> None:
     """List the labs with their status and timebox."""
@@ -60,6 +68,7 @@ def play(lab: int = typer.Argument(..., help="Lab number, as budgetlab list show
     entry = labs.get(lab)
     where = targets.resolve(target)
     where.lab_folder(entry)
+    _say_what_moved(entry, where)
     stack.require()
     database.require_current()
     # Watching the reference fix play is not an attempt at the lab.
@@ -80,6 +89,7 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
     entry = labs.get(lab)
     where = targets.resolve(target)
     where.lab_folder(entry)
+    _say_what_moved(entry, where)
     console.print(f"checking lab {entry.number} ({entry.title}) against {paths.display_path(where.root)}/ …")
     outcome = checking.grade(entry, where, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
     console.print(views.check_summary(outcome))

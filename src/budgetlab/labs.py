@@ -16,7 +16,7 @@ class Lab:
 
     #: Position in the workshop, unique among the labs; `budgetlab run N` takes it.
     number: int
-    #: Folder name under labs/, solutions/ and tests/, a Python identifier (lab2_swallowed_limit).
+    #: Folder name under labs/, solutions/ and tests/, a Python identifier (lab2_batch_jobs).
     slug: str
     #: The title shown in lists and on the docs site.
     title: str
@@ -53,6 +53,9 @@ class Lab:
     #: Words that name the lab's cause or its fix: the lab's page may use them only below
     #: `## After you pass` (tests/docs/test_spoilers.py reads the page's raw markdown).
     giveaways: tuple[str, ...] = ()
+    #: The lab's earlier folder names, which named its cause: a learner's tree that still has one
+    #: is told once where the lab moved (budgetlab.targets).
+    formerly: tuple[str, ...] = ()
 
     def starter_dir(self, root: Path | None = None) -> Path:
         return (root or repo_root()) / "labs" / self.slug
@@ -84,11 +87,16 @@ def _lab(entry: dict) -> Lab:
     if unknown:
         # A misspelt key would otherwise leave its field at the default without a word.
         raise ValueError(f"lab {entry.get('number')} has unknown keys {sorted(unknown)}")
-    lists = {key: tuple(entry.get(key, ())) for key in ("readonly", "notebooks", "transcripts", "giveaways")}
+    lists = {key: tuple(entry.get(key, ())) for key in ("readonly", "notebooks", "transcripts", "giveaways", "formerly")}
     return Lab(number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
                summary=entry["summary"], files=tuple(entry["files"]), hints=tuple(entry["hints"]),
                timebox=int(entry["timebox"]), hard_limit=int(entry.get("hard_limit", 900)), **lists,
                **{key: entry.get(key) for key in ("scenario", "story", "page", "instructor_page", "variants")})
+
+
+def slug_of(number: int) -> str:
+    """Return lab N's folder name as this package's own checkout declares it (for its stories, whatever the roots)."""
+    return get(number, Path(__file__).resolve().parents[2]).slug
 
 
 def by_slug(slug: str, root: Path | None = None) -> Lab | None:

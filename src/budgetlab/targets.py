@@ -14,7 +14,7 @@ NAMED = ("labs", "solutions")
 
 @dataclass(frozen=True)
 class Target:
-    """A tree of lab packages (lab1_inherited_limit/, ...) to run or grade."""
+    """A tree of lab packages (lab1_worker_container/, ...) to run or grade."""
 
     #: "labs" (the learner's own code), "solutions", or "folder" (e.g. a variant built in a scratch tree).
     kind: str
@@ -39,6 +39,8 @@ class Target:
         folder = self.lab_dir(lab.slug)
         if folder.is_dir():
             return folder
+        if moved := self.moved(lab):
+            raise BudgetlabError(moved)
         if self.kind != "folder":
             raise self.missing(folder, lab)
         # The usual slip: a copy of the lab's own folder passed instead of the folder that holds it.
@@ -46,6 +48,16 @@ class Target:
         raise BudgetlabError(f"{display_path(self.root)} holds no {lab.slug}/: --target takes a folder laid out like "
                              f"labs/, with {lab.slug}/ inside"
                              + (" (this one looks like the lab's folder itself; pass the folder above it)" if itself else ""))
+
+    def moved(self, lab) -> str | None:
+        """What to do when this tree still holds the lab's files under an earlier folder name, or None."""
+        for name in getattr(lab, "formerly", ()):
+            old = self.root / name
+            if any((old / file).is_file() for file in lab.files):
+                return (f"{display_path(old)}/ is lab {lab.number}'s folder under its old name; the lab now lives in "
+                        f"{display_path(self.lab_dir(lab.slug))}/, the only one graded or run: copy your edits there "
+                        f"(its imports name {lab.slug}), then delete the old folder")
+        return None
 
     def missing(self, path: Path, lab) -> BudgetlabError:
         """The error for a lab file that is not there: the learner's own can be restored, another tree's cannot."""

@@ -7,11 +7,11 @@ import pytest
 from budgetlab.board import payload
 
 RESULTS = [
-    {"nodeid": "tests/lab2_swallowed_limit/test_out_of_time.py::test_job_ends_failed", "outcome": "failed",
+    {"nodeid": "tests/lab2_batch_jobs/test_out_of_time.py::test_job_ends_failed", "outcome": "failed",
      "title": "A job stopped by the soft limit ends failed and says how far it got.",
-     "symptom": "the job stayed in 'importing'; see /home/ada/budgetlab/labs/lab2_swallowed_limit/uploads.py line 40\n"
+     "symptom": "the job stayed in 'importing'; see /home/ada/budgetlab/labs/lab2_batch_jobs/uploads.py line 40\n"
                 "    def test_job_ends_failed(start_worker):"},
-    {"nodeid": "tests/lab2_swallowed_limit/test_within_budget.py::test_small_batch", "outcome": "passed",
+    {"nodeid": "tests/lab2_batch_jobs/test_within_budget.py::test_small_batch", "outcome": "passed",
      "title": "A small batch finishes within its budget.", "symptom": ""},
 ]
 

@@ -140,3 +140,18 @@ def _board_script():
     from docs_support import load_module
 
     return load_module("scripts/board_screenshot.py")
+
+
+def test_on_a_phone_the_page_keeps_its_width_and_the_table_scrolls_in_its_own_box(board_page):
+    """At 380 px the join command wraps and the learners' table, a column per lab, scrolls inside its box."""
+    page = board_page
+    page.set_viewport_size({"width": 380, "height": 800})
+    send(page, ADA, "Ada Lovelace-Byron of Ockham", 2, 1)
+    page.wait_for_selector(f'tr[data-learner="{ADA}"]')
+    widths = page.evaluate("""() => ({page: document.documentElement.scrollWidth, view: window.innerWidth,
+        join: document.getElementById("join-command").getBoundingClientRect().right,
+        table: document.getElementById("board").scrollWidth,
+        box: document.getElementById("board").parentElement.clientWidth})""")
+    assert widths["page"] <= widths["view"], f"the page is {widths['page']} px wide in a {widths['view']} px phone"
+    assert widths["join"] <= widths["view"], f"the join command ends at {widths['join']:.0f} px"
+    assert widths["table"] > widths["box"], "the table fits a phone here, so this test no longer shows it scroll"

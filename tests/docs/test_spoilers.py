@@ -153,7 +153,7 @@ def test_visible_text_leaves_out_closed_details_but_keeps_open_ones():
 
 def test_solution_lines_ignore_comments_blank_lines_and_unchanged_code():
     """Only the changed code of a solution counts; its comments and the lines it shares with the starter do not."""
-    lines = solution_lines("lab2_swallowed_limit")
+    lines = solution_lines("lab2_batch_jobs")
     assert "except SoftTimeLimitExceeded:" in lines, sorted(lines)
     assert not any(line.startswith("#") for line in lines), sorted(lines)
     assert "except Exception:" not in lines, "a line of nothing but keywords and builtins counted as a spoiler"

@@ -98,7 +98,7 @@ def test_the_compose_way_of_starting_lab_code_puts_it_on_the_lab_clock_with_the_
     """What the worker service runs before its script, run here with a probe: lab packages import, time runs at the lab's speed."""
     command = compose()["services"]["worker"]["command"]
     prefix = command[:command.index("--") + 1]
-    probe = ("import time; from budgetlab.inworker import labtime; import lab1_inherited_limit.settings\n"
+    probe = ("import time; from budgetlab.inworker import labtime; import lab1_worker_container.settings\n"
              "wall, mono = labtime.wall_monotonic(), time.monotonic(); time.sleep(20)\n"
              "print(labtime.wall_monotonic() - wall, time.monotonic() - mono)")
     env = {k: v for k, v in os.environ.items() if k != "BUDGETLAB_CLOCK"}

@@ -12,7 +12,7 @@ from .graders import loaded
 @pytest.fixture(scope="module")
 def budgets():
     """The lab-1 grader module, loaded from its folder the way pytest loads it for `check 1`."""
-    with loaded("lab1_inherited_limit", "test_lab1_budgets.py") as module:
+    with loaded("lab1_worker_container", "test_lab1_budgets.py") as module:
         yield module
 
 

@@ -94,7 +94,7 @@ def test_the_import_and_the_batch_are_counted_apart(graders):
                  {"batch_queries": 1, "scans": 1, "import_scans": 1})
     assert said == (f"{graders.BATCH} in one process queried the category table once (Django's query log), and "
                     "PostgreSQL counted 1 read of it during the batch and 1 while the process imported "
-                    "lab4_reference_cache.tasks before it"), said
+                    "lab4_extraction_batch.tasks before it"), said
     said = _said(graders.test_batch_reads_category_table_once_per_process,
                  {"batch_queries": 600, "scans": 600, "import_scans": 0})
     assert said.endswith("queried the category table 600 times (Django's query log), and PostgreSQL counted 600 "

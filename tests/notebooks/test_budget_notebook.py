@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "labs" / "lab1_inherited_limit" / "budget.ipynb"
+NOTEBOOK = ROOT / "labs" / "lab1_worker_container" / "budget.ipynb"
 RENDERED = ROOT / "docs" / "notebooks" / "budget.ipynb"
 
 

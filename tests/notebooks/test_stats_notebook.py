@@ -9,7 +9,7 @@ import pytest
 
 from budgetlab import stack
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "labs" / "lab5_frozen_stats" / "stats.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "labs" / "lab5_stats_sampler" / "stats.ipynb"
 
 
 def _notebook_databases() -> set[str]:

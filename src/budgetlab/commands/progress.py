@@ -84,3 +84,14 @@ def mark_started(number: int, warn=lambda m: None) -> None:
     if entry["status"] == "not started":
         entry["status"] = "started"
     save(data)
+
+
+def note_once(key: str, message: str, warn=lambda m: None) -> None:
+    """Say `message` through `warn` the first time `key` comes up for this learner, never again."""
+    data = load(warn)
+    said = data.setdefault("notes", [])
+    if key in said:
+        return
+    warn(message)
+    said.append(key)
+    save(data)

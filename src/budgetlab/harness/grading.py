@@ -56,7 +56,7 @@ def target_root(config: pytest.Config) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     root = target_root(config)
-    # The target's lab packages import as lab1_inherited_limit, ..., whichever tree they come from.
+    # The target's lab packages import as lab1_worker_container, ..., whichever tree they come from.
     sys.path.insert(0, str(root))
     _setup_django()
     config.addinivalue_line("markers", "check: a hidden check of a lab (reported by budgetlab check)")

@@ -4,7 +4,7 @@
 open a Rig instead of wiring these pieces by hand:
 
     with Rig(target_dir, label="check") as rig:
-        tree = rig.start_worker([queue := rig.queue()], ["lab3_poisoned_queryset.sweeps"])
+        tree = rig.start_worker([queue := rig.queue()], ["lab3_reminder_sweep.sweeps"])
         rig.client.send_task("sweeps.reminders_send", queue=queue).get(timeout=30)
         with rig.django():
             ...  # this process's Django reads and writes the rig's database

@@ -265,7 +265,7 @@ def _closing(subsystems: list[Subsystem], tree: WorkerTree, console: Console) ->
 
 
 def play(target_dir: Path, console: Console) -> int:
-    """Run the scenario with the code under target_dir/lab2_swallowed_limit; return 0 when it ran."""
+    """Run the scenario with the code under target_dir/lab2_batch_jobs; return 0 when it ran."""
     if not (target_dir / SLUG).is_dir():
         raise BudgetlabError(f"{target_dir / SLUG} is missing; restore it with 'budgetlab reset 2'")
     sys.path.insert(0, str(target_dir))

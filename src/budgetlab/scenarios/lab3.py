@@ -1,7 +1,7 @@
 """Lab 3 live: Kontor's two invoice sweeps, three nights in a row, on a real worker with the learner's code.
 
 Each night sends the overdue sweep, then the reminder sweep, by name as
-Celery beat would, to one worker running labs/lab3_poisoned_queryset on a
+Celery beat would, to one worker running labs/lab3_reminder_sweep on a
 scratch copy of the seeded data. After every run the scenario reads the
 invoices and the worker's log, and it feeds the log records to a small
 log-based alert: a logging handler that counts WARNING summaries with

@@ -37,11 +37,11 @@ FLUSH_INTERVAL = 0.02
 
 
 def play(target_dir: Path, console: Console) -> int:
-    """Play the scenario against the sampler in target_dir/lab5_frozen_stats; 0 when it ran."""
+    """Play the scenario against the sampler in target_dir/lab5_stats_sampler; 0 when it ran."""
     with Rig(target_dir, label="run5") as rig, rig.django() as url:
         sampler = _import_sampler(target_dir)
         console.print(f"A bursty load on {TABLE} in a scratch database\n"
-                      f"your sampler: {target_dir.name}/lab5_frozen_stats/sampler.py\n")
+                      f"your sampler: {target_dir.name}/{SLUG}/sampler.py\n")
         delta_ok = _one_delta(sampler, url, console)
         rates_ok = _window_rates(sampler, url, console)
         console.print(verdict(delta_ok and rates_ok))

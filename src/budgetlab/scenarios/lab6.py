@@ -62,7 +62,7 @@ class Sampler(threading.Thread):
 
 
 def play(target_dir: Path, console: Console) -> int:
-    """Play the afternoon with the code in target_dir/lab6_absent_limits; 0 when it ran."""
+    """Play the afternoon with the code in target_dir/lab6_assistant; 0 when it ran."""
     scale = lab6.time_scale()
     console.print("Kontor's assistant and month-end review on the agent worker, as "
                   f"{target_dir.name}/{lab6.SLUG}/settings.py starts it, against a model service that has a slow "

@@ -31,7 +31,7 @@ ENDED = re.compile(r"Task [\w.]+\[(?P<id>[\w-]+)\] (?P<how>succeeded|raised \w+:
 
 
 def play(target_dir: Path, console: Console) -> int:
-    """Play the scenario against target_dir/lab7_ran_twice; 0 when it ran, whatever it showed."""
+    """Play the scenario against target_dir/lab7_uploads; 0 when it ran, whatever it showed."""
     with lab7.lab_clock(lab7.RUN_CLOCK) as factor:
         return _play(target_dir, console, factor)
 

@@ -43,7 +43,7 @@ PHASES = {"healthy": f"the provider is healthy: the month-end review starts, {la
 
 
 def play(target_dir: Path, console: Console) -> int:
-    """Play the afternoon with the code in target_dir/lab8_retry_clock; 0 when it ran."""
+    """Play the afternoon with the code in target_dir/lab8_questions; 0 when it ran."""
     scale = lab8.time_scale()
     console.print(f"Kontor's assistant and month-end review, as {target_dir.name}/{lab8.SLUG} retries them, "
                   "against a model service that rate-limits")

@@ -19,11 +19,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from budgetlab import labs
 from budgetlab.errors import BudgetlabError
 from budgetlab.inworker import clock
 from budgetlab.stack import process
 
-SLUG = "lab1_inherited_limit"
+SLUG = labs.slug_of(1)
 TRANSACTIONAL = ("imports", "documents", "sweeps")
 BATCH, INTERACTIVE = "agent-batch", "agent-interactive"
 QUEUES = (*TRANSACTIONAL, BATCH, INTERACTIVE)

@@ -16,11 +16,12 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from budgetlab import labs
 from budgetlab.inworker import clock
 from kontor import datagen
 from kontor.latency import MODEL_CALL, keyed_rng
 
-SLUG = "lab2_swallowed_limit"
+SLUG = labs.slug_of(2)
 SEED = 7
 # How long after a task's hard limit a check still waits before it calls the task stuck, in wall seconds.
 MARGIN = 1.5
@@ -31,7 +32,7 @@ class Kind:
     """One of the three subsystems: its task, its job table and the budgets the lab declares for it."""
 
     label: str
-    module: str  # the lab's module that holds the task: lab2_swallowed_limit.<module>
+    module: str  # the lab's module that holds the task: lab2_batch_jobs.<module>
     task: str
     model_name: str  # the job table's model in kontor.books.models
     unit: str  # what the job counts, plural: "rows"

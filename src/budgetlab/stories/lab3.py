@@ -10,15 +10,17 @@ two invoices too small to carry a reminder fee.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import time
 from dataclasses import dataclass, field
 
+from budgetlab import labs
 from budgetlab.stories.reading import settled, wait_until
 from kontor.datagen import TODAY
 
-SLUG = "lab3_poisoned_queryset"
+SLUG = labs.slug_of(3)
 MODULE = f"{SLUG}.sweeps"
 OVERDUE = "sweeps.invoices_mark_overdue"
 REMINDERS = "sweeps.reminders_send"
@@ -153,7 +155,7 @@ def snapshot() -> Snapshot:
 def in_line(task: str) -> list[str]:
     """Return, in sweep order, the invoice numbers the next run of this sweep will meet (the target's querysets)."""
     from kontor.books.selectors import invoices_due
-    from lab3_poisoned_queryset.dunning import reminders_due
+    reminders_due = importlib.import_module(f"{SLUG}.dunning").reminders_due
 
     queryset = invoices_due(TODAY) if task == OVERDUE else reminders_due(TODAY)
     return list(queryset.values_list("number", flat=True))
@@ -181,7 +183,8 @@ def due_invoices() -> DueInvoices:
     """Read the due invoices of the database Django points at, before any sweep ran."""
     from kontor.books.selectors import invoices_due
     from kontor.seed import POISON
-    from lab3_poisoned_queryset.dunning import reminder_step, reminders_due
+    dunning = importlib.import_module(f"{SLUG}.dunning")
+    reminder_step, reminders_due = dunning.reminder_step, dunning.reminders_due
 
     invoices = list(invoices_due(TODAY))
     ids = [invoice.pk for invoice in invoices]

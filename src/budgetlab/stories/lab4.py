@@ -9,7 +9,9 @@ the checks' in-process probe start it.
 
 from __future__ import annotations
 
-SLUG = "lab4_reference_cache"
+from budgetlab import labs
+
+SLUG = labs.slug_of(4)
 TABLE = "books_category"
 # The target's lookups the batch times: the table read, one category by code, one for a keyword.
 LOOKUPS = ("category_table", "category", "category_for")

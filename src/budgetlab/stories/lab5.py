@@ -9,7 +9,9 @@ gives true deltas: on a connection in autocommit, used for nothing else.
 
 from __future__ import annotations
 
-SLUG = "lab5_frozen_stats"
+from budgetlab import labs
+
+SLUG = labs.slug_of(5)
 # Scans per second in the busy window and in the quiet one, as Kontor measured them.
 BURST, QUIET = 990, 40
 COUNTER = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = %s"

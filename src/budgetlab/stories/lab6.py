@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from budgetlab import labs
 from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
 from budgetlab.inworker import clock
 from budgetlab.stories.reading import wait_until
 
-SLUG = "lab6_absent_limits"
+SLUG = labs.slug_of(6)
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
 SETTINGS = f"{SLUG}.settings"
 QUESTION_TASK = "kontor.assistant.answer_question"

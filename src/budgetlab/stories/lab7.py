@@ -16,9 +16,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from budgetlab import labs
 from budgetlab.stories.reading import wait_until
 
-SLUG = "lab7_ran_twice"
+SLUG = labs.slug_of(7)
 TASK = "kontor.uploads.process_upload"
 MODULES = [f"{SLUG}.uploads", f"{SLUG}.preflight"]
 SETTINGS = f"{SLUG}.settings"

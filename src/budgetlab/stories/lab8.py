@@ -30,12 +30,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from budgetlab import labs
 from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
 from budgetlab.inworker import clock
 from budgetlab.stack import process
 from budgetlab.stories.reading import wait_until
 
-SLUG = "lab8_retry_clock"
+SLUG = labs.slug_of(8)
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
 # Loaded next to them in the worker, imported by the web process: notes each message the target's code sends.
 NOTES = "budgetlab.inworker.published"

@@ -1,0 +1,119 @@
+"""Hidden checks of lab 2 for jobs out of time: a final state, the soft window, the helper.
+
+Out of time are the jobs too big for their budgets, whose soft limit lands in
+a model call, and the landing jobs, held at one database write until it
+lands there: a statement of an item's work, the handler of a failed item,
+the final write (budgetlab.stories.lab2.LANDINGS).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from celery.exceptions import SoftTimeLimitExceeded
+
+from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, LANDINGS, OVERSIZED
+from budgetlab.stories.reading import counts_in
+
+OUT_OF_TIME = (*OVERSIZED, *LANDINGS)
+
+
+# The symptoms a check lists in full; beyond them it counts the rest, which are like them.
+SHOWN = 4
+
+
+def _said(problems: list[str]) -> str:
+    more = len(problems) - SHOWN
+    rest = f"; and {more} more job{'s' if more > 1 else ''} like them" if more > 0 else ""
+    return "; ".join(problems[:SHOWN]) + rest
+
+
+def _out_of_time(workday) -> list:
+    """The specs of the jobs that ran out of time: a landing job only when its code reached the held write."""
+    return [spec for spec in OUT_OF_TIME if not spec.landing or workday.endings[spec].landed]
+
+
+def _name(ending) -> str:
+    """The job's name, with where its soft limit landed when a check put it there."""
+    where = ending.spec.where() if ending.landed else ""
+    return f"{ending.name} (its soft limit landed {where})" if where else ending.name
+
+
+def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
+    """A job stopped by the soft limit ends failed and says how far it got, wherever the limit lands."""
+    problems, out = [], _out_of_time(workday)
+    for spec in out:
+        ending, unit = workday.endings[spec], spec.kind.unit
+        written = len(ending.written)
+        if not ending.final:
+            problems.append(f"{_name(ending)} is still '{ending.status}' after its {spec.kind.hard} s hard limit, "
+                            f"with {written:,} of {ending.items_total:,} {unit} written")
+        elif ending.status != spec.kind.model.FAILED:
+            problems.append(f"{_name(ending)} ran out of time but says '{ending.status}': '{ending.message}'")
+        elif (counts := counts_in(ending.message)) is None:
+            problems.append(f"{_name(ending)} ended failed with '{ending.message}', which does not say "
+                            f"how many of its {ending.items_total:,} {unit} made it in")
+        elif counts != (written, ending.items_total):
+            problems.append(f"{_name(ending)} says '{ending.message}', but {written:,} of "
+                            f"{ending.items_total:,} {unit} were written")
+    stuck = sum(1 for spec in out if not workday.endings[spec].final)
+    summary = f" ({len(out) - stuck} of {len(out)} jobs reached a final state)" if stuck else ""
+    assert not problems, _said(problems) + summary
+
+
+def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
+    """A task that runs out of time fails with SoftTimeLimitExceeded before its hard limit, and no child is killed."""
+    problems = []
+    for spec in _out_of_time(workday):
+        ending, hard = workday.endings[spec], spec.kind.hard
+        if ending.state == "SUCCESS":
+            problems.append(f"{_name(ending)}'s task reported SUCCESS although the job ran out of time")
+        elif ending.exception == "TimeLimitExceeded":
+            problems.append(f"{_name(ending)}'s task was killed at its {hard} s hard limit ({ending.result_text})")
+        elif ending.state != "FAILURE":
+            problems.append(f"{_name(ending)}'s task had not ended well after its {hard} s hard limit "
+                            f"(state {ending.state})")
+        elif ending.exception != "SoftTimeLimitExceeded":
+            problems.append(f"{_name(ending)}'s task failed with {ending.result_text}, not with its soft limit")
+    said = [_said(problems)] if problems else []
+    if workday.killed:
+        said.append(f"a hard limit ended {len(workday.killed)} of the worker's children")
+    assert not said, "; ".join(said)
+
+
+def test_the_model_helper_lets_the_time_limit_through(workday, monkeypatch):
+    """A soft limit that fires inside a model call reaches the loop, in the helper itself and in the worker."""
+    import kontor.clients
+
+    helpers = importlib.import_module("lab2_batch_jobs.model_calls")
+
+    def model_out_of_time(prompt, *, key):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(kontor.clients, "model_complete", model_out_of_time)
+    if hasattr(helpers, "model_complete"):
+        monkeypatch.setattr(helpers, "model_complete", model_out_of_time)
+    try:
+        outcome = f"returned {helpers.ask_model('Category code for a payment to Telekom: phone 1234', key='row-1')!r}"
+    except SoftTimeLimitExceeded:
+        outcome = ""
+    except Exception as exc:
+        outcome = f"raised {exc!r}"
+    assert not outcome, (f"ask_model() {outcome} when the soft limit fired inside the model call: "
+                         "the time limit never left the helper")
+
+    problems = []
+    for spec in OVERSIZED:
+        ending, cut, kind = workday.endings[spec], CUT[spec.kind], spec.kind
+        if kind is IMPORT:
+            before = cut - 1 - sum(1 for row in BAD_ROWS if row < cut)
+            went_on = len(ending.written) > before
+            detail = f"{len(ending.written):,} rows written, {before} of them before row {cut}"
+        else:
+            after = [n for n in ending.written if n >= cut]
+            went_on = bool(after)
+            detail = f"{len(after)} {kind.unit} written from {kind.item} {cut} on"
+        if went_on:
+            problems.append(f"{kind.item} {cut}'s model call was still running when the soft limit fired, "
+                            f"yet {ending.name} went on: {detail}")
+    assert not problems, "; ".join(problems)
