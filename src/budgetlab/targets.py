@@ -51,7 +51,7 @@ class Target:
 
     def moved(self, lab) -> str | None:
         """What to do when this tree still holds the lab's files under an earlier folder name, or None."""
-        for name in getattr(lab, "formerly", ()):
+        for name in lab.formerly:
             old = self.root / name
             if any((old / file).is_file() for file in lab.files):
                 return (f"{display_path(old)}/ is lab {lab.number}'s folder under its old name; the lab now lives in "
