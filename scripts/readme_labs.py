@@ -1,10 +1,13 @@
-"""Write README.md's lab count, lab table, `make workshop` transcript and code numbers (`make readme`).
+"""Write README.md's lab count, lab table, transcripts and code numbers (`make readme`).
 
 README.md is read on GitHub, where no docs hook runs, so its lists are written
 into the file between `<!-- labs: NAME -->` and `<!-- /labs -->` markers by
 budgetlab.lab_pages, the same renderer the docs site uses; a number the code
 sets (the lab clock's speed) sits between `<!-- number: NAME -->` and
-`<!-- /number -->`, written by budgetlab.page_numbers. `--check` changes
+`<!-- /number -->`, written by budgetlab.page_numbers; the head of a recorded
+transcript sits between `<!-- transcript: NAME LINES -->` and
+`<!-- /transcript -->` (its first LINES lines and its verdict line, from
+docs/transcripts/NAME.txt). `--check` changes
 nothing and exits 1 when README.md is stale (the suite runs it).
 """
 
@@ -27,7 +30,22 @@ BLOCK = re.compile(r"(<!-- labs: ([\w-]+) -->)(.*?)(<!-- /labs -->)", re.DOTALL)
 NUMBER = re.compile(rf"(<!-- number: {page_numbers.NAME} -->)(.*?)(<!-- /number -->)")
 
 
-def regenerate(text: str, labs: list) -> str:
+# The head of a recorded transcript, e.g. `<!-- transcript: lab1-check-starter 3 -->`, then a console block.
+TRANSCRIPT = re.compile(r"(<!-- transcript: ([\w-]+) (\d+) -->\n)(.*?)(<!-- /transcript -->)", re.DOTALL)
+# A check's last word: how many of its checks passed.
+VERDICT = re.compile(r"^\d+ of \d+ hidden checks passed$", re.MULTILINE)
+
+
+def transcript_head(root: Path, name: str, lines: int) -> str:
+    """The console block of a recorded transcript's first `lines` lines, cut short, and its verdict line."""
+    text = (root / "docs" / "transcripts" / f"{name}.txt").read_text(encoding="utf-8")
+    head = text.splitlines()[:lines]
+    verdict = VERDICT.search(text)
+    shown = [line.replace("$ budgetlab ", "$ .venv/bin/budgetlab ", 1) for line in head]
+    return "```console\n" + "\n".join([*shown, "  …", *([verdict.group(0)] if verdict else [])]) + "\n```\n"
+
+
+def regenerate(text: str, labs: list, root: Path = ROOT) -> str:
     """Return README text with every marked block rendered again; a block on its own lines stays on its own lines."""
     def render(match):
         opening, name, body, closing = match.groups()
@@ -40,7 +58,11 @@ def regenerate(text: str, labs: list) -> str:
         opening, path, name, form, _, closing = match.groups()
         return f"{opening}{page_numbers.reference(path, name, form)}{closing}"
 
-    return NUMBER.sub(number, BLOCK.sub(render, text))
+    def transcript(match):
+        opening, name, lines, _, closing = match.groups()
+        return f"{opening}{transcript_head(root, name, int(lines))}{closing}"
+
+    return TRANSCRIPT.sub(transcript, NUMBER.sub(number, BLOCK.sub(render, text)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         labs = lab_pages.load(args.root)
         text = readme.read_text(encoding="utf-8")
-        new = regenerate(text, labs)
+        new = regenerate(text, labs, args.root)
     except (BudgetlabError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

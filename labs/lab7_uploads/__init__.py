@@ -1,1 +1,1 @@
-"""Lab 7: a bulk upload that runs past the broker's visibility timeout is delivered again while it still runs."""
+"""Lab 7: Kontor's bulk uploads and the workers' start-up check."""

@@ -1,1 +1,1 @@
-"""Lab 4: the category table that every document and transaction reads again."""
+"""Lab 4: Kontor's extraction batch: documents and transactions, their categories and prompts."""

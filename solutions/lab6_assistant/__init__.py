@@ -1,1 +1,1 @@
-"""Lab 6: model-calling tasks on the threads pool, where no time limit applies and the model client's own defaults decide."""
+"""Lab 6: Kontor's assistant: the model-calling tasks of its agent workers."""

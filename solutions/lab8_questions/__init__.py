@@ -1,1 +1,1 @@
-"""Lab 8: model-calling tasks that retry on the provider's 429s and 503s, and the promise each retry forgets."""
+"""Lab 8: Kontor's assistant questions and month-end review, which retry when the provider refuses."""

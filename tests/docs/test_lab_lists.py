@@ -100,3 +100,15 @@ def test_a_lab_page_with_an_unknown_need_is_a_one_line_error(tmp_path):
 
     with pytest.raises(BudgetlabError, match="need 'speed' is none of"):
         lab_pages.load(tmp_path)
+
+
+def test_the_readmes_first_check_is_its_recorded_transcript(tmp_path):
+    """The README's sample `check` is the head of a recorded transcript: a new recording makes the README stale."""
+    scratch_checkout(tmp_path, len(tomllib.loads(manifest.metadata_file(ROOT).read_text(encoding="utf-8"))["lab"]))
+    name = re.search(r"<!-- transcript: ([\w-]+) \d+ -->", (ROOT / "README.md").read_text(encoding="utf-8")).group(1)
+    recorded = tmp_path / "docs" / "transcripts" / f"{name}.txt"
+    recorded.write_text(recorded.read_text(encoding="utf-8").replace(" against labs/", " against my labs/", 1),
+                        encoding="utf-8")
+    stale = subprocess.run([sys.executable, str(GENERATOR), "--check", "--root", str(tmp_path)],
+                           capture_output=True, text=True, check=False)
+    assert stale.returncode == 1, "the README's sample check did not follow its transcript"

@@ -90,6 +90,7 @@ def workers(app, patience: float = 15.0) -> dict[str, Worker]:
     busy machine kept from answering one of them in time is asked again,
     for up to `patience` seconds, so that a late reply never reads as a
     master with no limits; a master that never answers them all is left out.
+    While no master has answered at all, every question is asked again.
     """
     inspect = app.control.inspect(timeout=3.0, limit=len(QUEUES))
     questions = {"queues": inspect.active_queues, "stats": inspect.stats, "conf": inspect.conf,
@@ -101,7 +102,9 @@ def workers(app, patience: float = 15.0) -> dict[str, Worker]:
         for name in unanswered:
             answers[name].update(questions[name]() or {})
         hosts = set().union(*answers.values())
-        unanswered = [name for name, replies in answers.items() if not hosts <= set(replies)]
+        # No reply at all is not "no masters": the caller asks once its masters run, and a busy machine may
+        # keep every one of them from answering a whole round (rehearsal: a master resumed 4 s into a round).
+        unanswered = [name for name, replies in answers.items() if not hosts or not hosts <= set(replies)]
         if not unanswered or time.monotonic() >= deadline:
             break
     complete = {host for host in hosts if all(host in replies for replies in answers.values())}
