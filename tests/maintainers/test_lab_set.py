@@ -151,8 +151,9 @@ def pytest_generate_tests(metafunc):
 def test_grader_agrees_on_a_case(lab, name, tmp_path):
     """The solution passes, the starter fails, every wrong fix fails and every alternative passes: one case a test.
 
-    What scripts/prove_graders.py runs, one `budgetlab check` per test, so
-    that pytest-xdist spreads the cases over the machine's cores. A lab whose
+    What scripts/prove_graders.py runs, one check per test (graded in this
+    process, see prove_graders.check_output), so that pytest-xdist spreads
+    the cases over the machine's cores. A lab whose
     transcripts include labN-check-solution and labN-check-starter has those
     two checks run once, by tests/docs/test_transcripts.py, which fails on
     their exit codes too.
@@ -162,12 +163,12 @@ def test_grader_agrees_on_a_case(lab, name, tmp_path):
         case = next(case for case in prove.base_cases(lab.number) if case.name == name)
     else:
         case = prove.variant_case(lab, next(v for v in variants.load(lab, ROOT) if v.name == name), tmp_path)
-    code, output = prove.check_output(case, tmp_path / "state")
+    code, output = prove.check_output(case, tmp_path / "state", in_process=True)
     if code == 2 != case.expected:
         # Exit 2 is no verdict: the check says the machine kept it from grading (a rush a loaded machine never
         # sent, a late kill). One more run, whose verdict counts.
         first = views.verdict_line(output)
-        code, output = prove.check_output(case, tmp_path / "again")
+        code, output = prove.check_output(case, tmp_path / "again", in_process=True)
         output += f"\n(an earlier run of this case said: {first})"
     if code != case.expected:
         # A story that keeps a record of what its checks rested on (lab 8's afternoon) says why, pass or fail.

@@ -27,7 +27,7 @@ from pathlib import Path
 from budgetlab import integrity, stack
 from budgetlab.errors import BudgetlabError
 from budgetlab.harness import checkreport, database, logcap
-from budgetlab.harness.importprobe import HANG_SECONDS, ImportProbe
+from budgetlab.harness.importprobe import PROBE_AFTER, ImportProbe
 from budgetlab.harness.logcap import CappedLog
 from budgetlab.harness.workers import tree_of
 from budgetlab.labs import Lab
@@ -42,6 +42,8 @@ class Outcome:
 
     results: list[dict] = field(default_factory=list)
     could_not_grade: str | None = None
+    #: could_not_grade names what the learner's code did (it died, hung or ended its process): a verdict, exit 1.
+    code_fault: bool = False
     #: Time spent inside the checks, fixtures included: workers, scenarios, databases.
     seconds_in_checks: float = 0.0
     #: Where the last lines of each worker's log were kept after a failed check, as displayed.
@@ -53,7 +55,9 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        if self.could_not_grade or not self.results:
+        if self.could_not_grade:
+            return 1 if self.code_fault else 2
+        if not self.results:
             return 2
         return 0 if self.passed == len(self.results) else 1
 
@@ -154,8 +158,13 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     try:
         outcome.could_not_grade = _follow(proc, report, probe, outcome, watch, on_result)
         if outcome.could_not_grade is None and proc.returncode not in (0, 1):
-            outcome.could_not_grade = (stack.fault() or probe.wait_verdict(HANG_SECONDS)
-                                       or _ended_early(proc.returncode, lab, target, watch, log.path))
+            outcome.could_not_grade = stack.fault() or probe.wait_verdict()
+            if outcome.could_not_grade is None:
+                outcome.could_not_grade, outcome.code_fault = _ended_early(proc.returncode, lab, target, watch,
+                                                                           log.path)
+        # What the probe saw is the learner's code dying, hanging or exiting at import.
+        if outcome.could_not_grade is not None and outcome.could_not_grade == probe.verdict():
+            outcome.code_fault = True
         # A failed check's symptom says what went wrong; the workers' own log (a traceback, a warning the
         # code logged) is often why, and the scratch folder that held it is about to go.
         if (outcome.could_not_grade or outcome.passed < len(outcome.results)) and watch.workers:
@@ -181,10 +190,13 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
     """Read the report as pytest writes it; return why grading is impossible, or None once pytest ended."""
     started = time.monotonic()
     seen = 0
+    progressed = False  # a worker became ready or a check ended: the lab's code imports
     while True:
         if time.monotonic() - started > DEADLINE_SECONDS:
             return (f"the checks did not finish within {DEADLINE_SECONDS} s wall; "
                     "does a task loop forever or never return?")
+        if not progressed and time.monotonic() - started > PROBE_AFTER:
+            probe.start()
         verdict = probe.verdict()
         if verdict:
             return verdict
@@ -201,6 +213,8 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
                 watch.current = entry["title"]
             elif kind == "worker":
                 watch.workers.append(entry)
+            elif kind == "ready":
+                progressed = True
             else:
                 if entry["outcome"] != "passed":
                     # A failure because a server died is no verdict on the learner's code.
@@ -210,8 +224,9 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
                 # Failures already seen are the code's verdict: a later check that cannot grade is listed
                 # as such beside them, and never turns the whole check into "could not grade".
                 if entry.get("could_not_grade") and outcome.passed == len(outcome.results):
-                    return probe.wait_verdict(HANG_SECONDS) or entry["symptom"]
+                    return probe.wait_verdict() or entry["symptom"]
                 outcome.results.append(entry)
+                progressed = True
                 on_result(entry)
         seen = len(lines)
         if done:
@@ -219,18 +234,18 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
         time.sleep(0.05)
 
 
-def _ended_early(code: int, lab: Lab, target: Target, watch: _Watch, log: Path) -> str:
-    """Say how the grading process ended when pytest itself did not end it."""
+def _ended_early(code: int, lab: Lab, target: Target, watch: _Watch, log: Path) -> tuple[str, bool]:
+    """Say how the grading process ended when pytest itself did not end it, and whether lab code did it."""
     files = ", ".join(display_path(target.lab_dir(lab.slug) / name) for name in lab.files)
     during = f" during «{watch.current}»" if watch.current else ""
     if code < 0:
         how = f"was killed by {signal.Signals(-code).name}"
     elif code in (2, 3, 4, 5):
-        return f"the graders did not run (pytest exit {code}); see {display_path(log)}"
+        return f"the graders did not run (pytest exit {code}); see {display_path(log)}", False
     else:
         how = f"exited with status {code}"
     return (f"the grading process {how}{during}; that check runs code from {files} in its own process: "
-            "does that code end or kill its process?")
+            "does that code end or kill its process?", True)
 
 
 def _remove_orphans() -> None:

@@ -44,6 +44,9 @@ def verdict_line(output: str) -> str:
 
 def check_summary(outcome) -> Text:
     total = len(outcome.results)
+    if outcome.could_not_grade and outcome.code_fault:
+        # The code under check kept the checks from running: that is its verdict, said as the symptom.
+        return Text(outcome.could_not_grade, style="bold red")
     if outcome.could_not_grade:
         return Text(f"could not grade: {outcome.could_not_grade.removeprefix('could not grade: ')}", style="bold red")
     if not total:

@@ -238,7 +238,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
     files = ", ".join(display_path(target_root(item.config) / lab.slug / name) for name in lab.files)
 
     def stalled(signum, frame):
-        raise CheckStalled(f"could not grade: «{_title(item.nodeid)}» was still running {limit:.0f} s after it "
+        # The learner's code is what runs past every limit: a failed check, not one that could not grade.
+        raise CheckStalled(f"«{_title(item.nodeid)}» was still running {limit:.0f} s after it "
                            f"began, far past lab {lab.number}'s longest hard limit ({lab.hard_limit} s, "
                            f"{clock.to_wall(lab.hard_limit):.1f} s on the lab clock); code in {files} never returned")
 

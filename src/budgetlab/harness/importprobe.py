@@ -1,8 +1,12 @@
 """Import a target's lab modules in a child interpreter, to name the file when lab code hangs, exits or dies at import.
 
-`budgetlab check` starts the probe beside the graders. A worker that never
-starts only says "no ready line"; the probe says which of the learner's
-files did what while it was being imported.
+A worker that never starts only says "no ready line"; the probe says which
+of the learner's files did what while it was being imported. `budgetlab
+check` starts it only when grading gives a reason to (no worker ready and
+no check done after PROBE_AFTER seconds, a check that could not grade, a
+grading process that ended early): a child interpreter that imports
+Django, Celery and Kontor costs most of a CPU-second, and a check whose
+workers start has shown that the lab's code imports.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from budgetlab.stack.process import stop_pid
 # Importing a lab module with Django and Celery takes a second or two, several on a busy machine.
 # BUDGETLAB_HANG_SECONDS changes it: more for a very slow machine, less for the harness's own test.
 HANG_SECONDS = 20.0
+# Wall seconds a check may go without a ready worker or a finished check before the probe starts.
+PROBE_AFTER = 5.0
 
 
 def hang_seconds() -> float:
@@ -52,19 +58,29 @@ class ImportProbe:
     def __init__(self, lab: Lab, root: Path):
         self._files = {f"{lab.slug}.{Path(name).with_suffix('').as_posix().replace('/', '.')}": root / lab.slug / name
                        for name in lab.files if name.endswith(".py")}
+        self._root = root
+        # Read while the check starts, when the stack is known to be up: a server may stop before the probe does.
+        self._env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", checkreport.VARIABLE)}
+        self._env.update(PYTHONPATH=os.pathsep.join([str(root), *filter(None, [self._env.get("PYTHONPATH")])]),
+                         DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_DATABASE_URL=stack.lab_database_url(),
+                         KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self._started = time.monotonic()
         self._hung: str | None = None
         self.proc = None
-        if not self._files:
+
+    @property
+    def started(self) -> bool:
+        return self.proc is not None
+
+    def start(self) -> None:
+        """Start importing the lab's files in a child interpreter; nothing when started already or no file is Python."""
+        if self.proc is not None or not self._files:
             return
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", checkreport.VARIABLE)}
-        env.update(PYTHONPATH=os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])]),
-                   DJANGO_SETTINGS_MODULE="kontor.settings", KONTOR_DATABASE_URL=stack.lab_database_url(),
-                   KONTOR_BROKER_URL=stack.redis_url(0), PYTHONUNBUFFERED="1")
+        self._started = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-c", _PROBE, *self._files], stdout=self._out,
-                                     stderr=self._err, stdin=subprocess.DEVNULL, env=env, cwd=root,
+                                     stderr=self._err, stdin=subprocess.DEVNULL, env=self._env, cwd=self._root,
                                      start_new_session=True)
 
     def _read(self, stream) -> str:
@@ -102,15 +118,20 @@ class ImportProbe:
             return f"{where} raised an error at import: {errors[-1].strip()}"
         return f"{where} exited with status {code} while it was being imported, so no worker could start"
 
-    def wait_verdict(self, timeout: float) -> str | None:
-        """Wait until the probe has finished or hung (at most timeout seconds) and return its verdict."""
-        deadline = time.monotonic() + timeout
+    def wait_verdict(self, timeout: float | None = None) -> str | None:
+        """Start the probe if it has not started; wait until it has finished or hung and return its verdict.
+
+        By default it waits as long as an import may take before it counts
+        as hung, so a hanging import always ends in its own sentence.
+        """
+        self.start()
+        deadline = time.monotonic() + (hang_seconds() + 1.0 if timeout is None else timeout)
         while self.proc is not None and self.proc.poll() is None and time.monotonic() < deadline:
             verdict = self.verdict()
             if verdict:
                 return verdict
             time.sleep(0.05)
-        return self.verdict() if self.proc is not None and self.proc.poll() is not None else None
+        return self.verdict()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
