@@ -92,7 +92,8 @@ def _graded_here(case: Case, state: Path) -> tuple[int, str]:
     from budgetlab.commands import checking
 
     out = io.StringIO()
-    console = Console(file=out, width=200, no_color=True, highlight=False)
+    # As the CLI prints: long lines whole (soft_wrap), so a pattern the output must match never meets a line break.
+    console = Console(file=out, no_color=True, highlight=False, soft_wrap=True)
     saved = os.environ.get("BUDGETLAB_STATE_DIR")
     os.environ["BUDGETLAB_STATE_DIR"] = str(state)
     try:

@@ -16,6 +16,6 @@ def afternoon(target_dir, django_ready, tmp_path_factory) -> lab6.Afternoon:
     folder = tmp_path_factory.mktemp("lab6")
     with ModelService(folder, lab6.time_scale()) as service, Rig(target_dir, label="check") as rig, rig.django():
         try:
-            return lab6.play_afternoon(rig, service, rig.queue(), folder / "worker.log")
+            return lab6.play_afternoon(rig, service, rig.queue(), folder / "worker.log", hold_a_write=True)
         except WorkerDidNotStart as exc:
             raise could_not_start(target_dir, exc) from None

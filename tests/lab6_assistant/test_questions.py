@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from budgetlab.stories.lab6 import PROMISE, TOLERANCE, TRY_AGAIN, late
+from budgetlab.stories.lab6 import HELD_SECONDS, PROMISE, TOLERANCE, TRY_AGAIN, held_late, late
 
 
 def _answered(ending) -> bool:
@@ -47,3 +47,18 @@ def test_no_call_outlives_its_question_and_the_assistant_recovers(afternoon):
                 for e in afternoon.after if late(e, PROMISE) or not _answered(e)]
     assert not problems, (f"{len(problems)} of {len(afternoon.after)} questions asked after the model recovered "
                           "were not answered in time: " + "; ".join(problems[:3]))
+
+
+def test_a_question_whose_answer_the_database_holds_still_ends(afternoon):
+    """A question whose answer the database holds past the promise still ends: answered, or failed saying try again."""
+    ending = afternoon.held
+    held = (f"the database held its answer's write for {HELD_SECONDS:g} s" if afternoon.held_written
+            else "its answer never reached the database")
+    missed = held_late(ending)
+    assert not missed, f"{missed}; {held} (allowed: the promise, that hold and the tolerance of {TOLERANCE:g} s)"
+    if ending.status == "failed":
+        assert TRY_AGAIN.search(ending.message), (
+            f"{ending.name} failed with '{ending.message}' after {held}, which does not tell the person to try again")
+    else:
+        assert _answered(ending), (f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
+                                   f"{ending.steps_stored} of {ending.steps_total} answers after {held}")

@@ -13,7 +13,9 @@ database checks every CHECK_INTERVAL whether its client is still there
 (client_connection_check_interval, PostgreSQL 14 and newer, set on the
 rig's scratch database before any worker connects). `release` ends any
 sleeper left, for code that writes on a second connection and leaves the
-first one open.
+first one open. A stall with `seconds` sleeps that long at most (wall
+seconds): a lock a busy database releases at last, for code that no soft
+limit interrupts (a threads pool) and must go on once the write is made.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Stall:
     event: str
     condition: str  # SQL over NEW (and OLD for an UPDATE), with the values written in
     nth: int = 1
+    seconds: float = SLEEP_SECONDS  # wall seconds the write is held at most
 
     @property
     def sequence(self) -> str:
@@ -73,7 +76,7 @@ def install(stalls: list[Stall]) -> None:
                        f"SET client_connection_check_interval = '{CHECK_INTERVAL}'")
         for stall in stalls:
             cursor.execute(_INSTALL.format(sequence=stall.sequence, nth=stall.nth, name=stall.name,
-                                           application=APPLICATION_PREFIX + stall.name, seconds=SLEEP_SECONDS,
+                                           application=APPLICATION_PREFIX + stall.name, seconds=stall.seconds,
                                            event=stall.event, table=connection.ops.quote_name(stall.table),
                                            condition=stall.condition))
 

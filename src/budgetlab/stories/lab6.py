@@ -76,6 +76,11 @@ BEFORE, DURING, AFTER = 5, 12, 12
 # The warm-up questions (see warm_up): their invoice number, and at most how many (one a prefork child).
 WARM_UP_NUMBER = -1
 WARM_UP_MOST = 32
+# The checks' held question (see Afternoon.held): one step, whose answer the database holds this many
+# production seconds once the model has given it, as a lock held elsewhere would. It starts about one
+# healthy call into the run and ends past the promise, so a soft limit of 45 s lands inside the write.
+HELD_NUMBER = -2
+HELD_SECONDS = 56.0
 
 
 @dataclass
@@ -171,14 +176,16 @@ def worker_argv(queue: str, hostname: str) -> list[str]:
 
 
 TRY_AGAIN = re.compile(r"try\s+again", re.IGNORECASE)
-def late(ending: Ending, promise: float) -> str | None:
+def late(ending: Ending, promise: float, tolerance: float | None = None) -> str | None:
     """Describe how an ending missed its promise; None if it kept it.
 
     A run's time counts from its start, as a soft limit's does: how long a
     task waited for a thread depends on the machine's load as much as on the
     code, so stuck threads are judged by the calls they still hold instead.
+    The tolerance is the question's, or the review's for its budget.
     """
-    tolerance = TOLERANCE if promise == PROMISE else REVIEW_TOLERANCE
+    if tolerance is None:
+        tolerance = TOLERANCE if promise == PROMISE else REVIEW_TOLERANCE
     if ending.waited is None:
         return f"{ending.name} never started: every thread of the worker was busy"
     if ending.seconds is not None and ending.seconds <= promise + tolerance:
@@ -197,21 +204,48 @@ class Afternoon:
     during: list = field(default_factory=list)  # ... while it hung
     after: list = field(default_factory=list)  # ... once it had recovered
     review: Ending | None = None  # the month-end review
+    # Checks only (`budgetlab run 6` asks none): a question asked with the recovered ones whose one answer the
+    # database held for HELD_SECONDS, and whether its write reached the database at all.
+    held: Ending | None = None
+    held_written: bool = False
     held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
     review_running: bool = False  # whether the review was still running at that moment
 
 
 def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None,
-                   hostname: str | None = None) -> Afternoon:
+                   hostname: str | None = None, hold_a_write: bool = False) -> Afternoon:
     """Start the worker with the target's code and play the afternoon; `rig.django()` must be active.
 
     `on_phase` hears "worker", "healthy", "slow", "recovered", "relapse" and
     "done" as the afternoon moves on (the live view redraws on them).
+    With `hold_a_write` (the checks) one more question is asked with the
+    recovered ones, and the database holds its answer's write past the
+    promise: where a pool applies the soft limit, it lands in that write.
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
     with clock.running_at(time_scale()):
-        return _play_afternoon(rig, service, queue, log, on_phase, hostname)
+        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write)
+
+
+def held_allowance() -> float:
+    """Production seconds the held question may take: the promise, the time its write was held, the tolerance."""
+    return PROMISE + HELD_SECONDS + TOLERANCE
+
+
+def held_late(ending: Ending) -> str | None:
+    """Describe how the held question missed its allowance (see held_allowance); None if it kept it."""
+    return late(ending, PROMISE + HELD_SECONDS, TOLERANCE)
+
+
+def _hold_the_answer(run):
+    """Hold the first answer written for `run` in the database for HELD_SECONDS (a stall; see harness.stalls)."""
+    from budgetlab.harness import stalls
+
+    stall = stalls.Stall("lab6_held_answer", _models().AgentStep._meta.db_table, "INSERT",
+                         f"NEW.run_id = {run.pk}", seconds=round(to_wall(HELD_SECONDS), 3))
+    stalls.install([stall])
+    return stall
 
 
 def prefork_children(rig, hostname: str) -> int:
@@ -254,7 +288,7 @@ def ask_and_wait(rig, queue: str, runs: list, allowed: float) -> dict[int, float
 
 
 def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None],
-                    hostname: str | None) -> Afternoon:
+                    hostname: str | None, hold_a_write: bool) -> Afternoon:
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     hostname = hostname or unique_hostname(rig.label)
     rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log, argv=worker_argv(queue, hostname),
@@ -289,6 +323,13 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     on_phase("recovered")
+    held = stall = None
+    if hold_a_write:
+        # Sent first, so its one call is answered while the provider is healthy; it is read at the end.
+        held = create_question(HELD_NUMBER, QUESTION_STEPS[:1])
+        stall = _hold_the_answer(held)
+        held_sent = time.time()
+        rig.client.send_task(QUESTION_TASK, args=[held.pk], queue=queue)
     afternoon.after = ask(BEFORE + DURING, AFTER)
 
     # The provider relapses for the rest of the afternoon: more than the review has left of its budget.
@@ -300,6 +341,14 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
     wait_until(lambda: all_decided({review.pk: review_sent}, review_allowed),
                time.monotonic() + 2 * (to_wall(review_allowed) + SLACK))
     afternoon.review = read_ending(review, review_sent)
+    if held is not None:
+        from budgetlab.harness import stalls
+
+        wait_until(lambda: all_decided({held.pk: held_sent}, held_allowance()),
+                   time.monotonic() + 2 * (to_wall(held_allowance()) + SLACK))
+        afternoon.held = read_ending(held, held_sent)
+        afternoon.held_written = stalls.fired(stall)
+        stalls.release()
     on_phase("done")
     return afternoon
 
