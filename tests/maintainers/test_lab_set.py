@@ -199,8 +199,11 @@ def test_a_proof_leaves_out_only_checks_a_transcript_test_runs(lab):
         assert entry.exit_code == code, f"{entry.name} expects exit {entry.exit_code}, the proof {code}"
 
 
-def _check_on_these_servers(lab, target: str):
-    """Run `budgetlab check N --target target` in another pass; skip in the first, where a transcript test runs it."""
+def _check_on_these_servers(lab, target: str, fail_fast: bool = False):
+    """Run `budgetlab check N --target target` in another pass; skip in the first, where a transcript test runs it.
+
+    `fail_fast` stops at the first failed check, for a target whose verdict is a failure: the exit code is the same.
+    """
     from budgetlab.commands import testrun
 
     if not os.environ.get(testrun.PASS_VARIABLE):
@@ -208,7 +211,8 @@ def _check_on_these_servers(lab, target: str):
 
     def once():
         return subprocess.run([sys.executable, "-m", "budgetlab.cli_entry", "check", str(lab.number), "--target",
-                               target], capture_output=True, text=True, timeout=600)
+                               target, *(["--fail-fast"] if fail_fast else [])], capture_output=True, text=True,
+                              timeout=600)
 
     # Exit 2 is no verdict (the machine kept the check from grading): one more run, whose verdict counts,
     # as test_grader_agrees_on_a_case does.
@@ -235,7 +239,7 @@ def test_the_solution_passes_on_these_servers(lab):
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.slug)
 def test_the_starter_fails_on_these_servers(lab):
     """On a second Python with the installed servers, check N fails on labs/ (in the first pass: labN-check-starter)."""
-    starter = _check_on_these_servers(lab, "labs")
+    starter = _check_on_these_servers(lab, "labs", fail_fast=True)
     assert starter.returncode == 1, starter.stdout[-2000:] + starter.stderr
 
 
