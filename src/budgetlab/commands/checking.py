@@ -195,8 +195,6 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
         if time.monotonic() - started > DEADLINE_SECONDS:
             return (f"the checks did not finish within {DEADLINE_SECONDS} s wall; "
                     "does a task loop forever or never return?")
-        if not progressed and time.monotonic() - started > PROBE_AFTER:
-            probe.start()
         verdict = probe.verdict()
         if verdict:
             return verdict
@@ -231,6 +229,9 @@ def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Wa
         seen = len(lines)
         if done:
             return None
+        # Read after the report, so a worker that became ready meanwhile spares the probe.
+        if not progressed and time.monotonic() - started > PROBE_AFTER:
+            probe.start()
         time.sleep(0.05)
 
 

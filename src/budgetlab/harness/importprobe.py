@@ -70,10 +70,6 @@ class ImportProbe:
         self._hung: str | None = None
         self.proc = None
 
-    @property
-    def started(self) -> bool:
-        return self.proc is not None
-
     def start(self) -> None:
         """Start importing the lab's files in a child interpreter; nothing when started already or no file is Python."""
         if self.proc is not None or not self._files:
