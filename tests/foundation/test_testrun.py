@@ -154,14 +154,18 @@ def test_a_run_whose_check_groups_never_reach_pytest_xdist_stops_at_once():
     conftest.pytest_xdist_node_collection_finished(Node("load"), [check])
 
 
-def test_the_passes_after_the_first_run_side_by_side_each_on_its_share_of_the_cores(monkeypatch, started, capsys):
-    """Two more passes on two cores: one check group each (and one process more), both reported, a failure kept."""
+def test_the_passes_after_the_first_run_one_after_another_each_on_the_whole_machine(monkeypatch, started, capsys):
+    """Two more passes on two cores: in turn, a check group per core each (and one process more), both reported, a
+    failure of the first kept and the second run all the same."""
     monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
+    monkeypatch.delenv(testrun.GROUPS_VARIABLE, raising=False)
     monkeypatch.setattr(testrun, "cores", lambda: 2)
     passes = [testrun.Pass("on A", "python", {}, "external"), testrun.Pass("on B", "python", {}, "second_python")]
-    started.codes.extend([0, testrun.NO_TESTS, 1, 0])
+    started.codes.extend([1, testrun.NO_TESTS, 0, 0])
     assert testrun.run_passes(passes, []) == 1
-    assert sorted(args[args.index("-n") + 1] for args in started if "-n" in args) == ["2", "2"], started
-    assert all(one.env[testrun.GROUPS_VARIABLE] == "1" for one in passes)
+    assert [args[args.index("-n") + 1] for args in started if "-n" in args] == ["3", "3"], started
+    assert [args[args.index("-m") + 1] for args in started] == ["(external) and not alone", "(external) and alone",
+                                                              "(second_python) and not alone",
+                                                              "(second_python) and alone"], started
     out = capsys.readouterr().out
-    assert "==== pass 2: on A" in out and "==== pass 3: on B" in out and "(second_python) and not alone" in out
+    assert out.index("==== pass 2: on A") < out.index("pass 3: on B") < out.index("==== pass 3: on B"), out
