@@ -63,6 +63,11 @@ def _play(target_dir: Path, console: Console, factor: float) -> int:
     return 0
 
 
+# Wall seconds the watch keeps reading the workers' logs once the upload is final, for the lines that say how each
+# run ended (a busy machine once let the row turn final before the worker had logged its end: the line was lost).
+ENDING_GRACE = 2.0
+
+
 def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: float, factor: float) -> float | None:
     """Print every delivery and ending of the task as it happens; return how long the first run took (production s)."""
     from kontor.books.models import BulkUpload
@@ -73,6 +78,7 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
     started: list[float] = []
     first_run = None
     deadline = sent + 4 * lab7.run_wait()
+    final_at = None  # when the upload was seen final: a worker logs its run's end a moment after the row says so
     console.print(f"{'production s':>12}  {'where':<9} what")
     console.print(f"{0:>12,}  {'web':<9} upload {upload_id} sent, {FILES} files, task id {task_id[:8]}")
     while time.monotonic() < deadline:
@@ -97,7 +103,10 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
                     first_run = now - started[0]
                 console.print(f"{now:>12,.0f}  {names[id(tree)]:<9} run ended: {how}")
             seen[id(tree)] = (came, len(ends))
-        if day.settle(task_id, 0) and BulkUpload.objects.get(pk=upload_id).is_final:
+        if final_at is None and day.settle(task_id, 0) and BulkUpload.objects.get(pk=upload_id).is_final:
+            final_at = time.monotonic()
+        ended = sum(ends for _came, ends in seen.values())
+        if final_at is not None and (ended >= len(started) or time.monotonic() > final_at + ENDING_GRACE):
             break
         time.sleep(lab7.POLL)
     else:
