@@ -97,11 +97,7 @@ def _graded_here(case: Case, state: Path) -> tuple[int, str]:
     saved = os.environ.get("BUDGETLAB_STATE_DIR")
     os.environ["BUDGETLAB_STATE_DIR"] = str(state)
     try:
-        lab = labs.get(case.number)
-        outcome = checking.grade(lab, case.target, on_result=lambda result: console.print(views.check_line(result)),
-                                 fail_fast=case.fail_fast)
-        console.print(views.check_summary(outcome))
-        code = outcome.exit_code
+        code = checking.grade_aloud(labs.get(case.number), case.target, console, fail_fast=case.fail_fast).exit_code
     except BudgetlabError as exc:
         console.print(f"error: {exc}")
         code = exc.exit_code

@@ -84,15 +84,14 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
     """Run lab N's hidden checks and say which pass."""
     from budgetlab import labs, paths, targets
     from budgetlab.board import client as room_board
-    from budgetlab.commands import checking, progress, views
+    from budgetlab.commands import checking, progress
 
     entry = labs.get(lab)
     where = targets.resolve(target)
     where.lab_folder(entry)
     _say_what_moved(entry, where)
     console.print(f"checking lab {entry.number} ({entry.title}) against {paths.display_path(where.root)}/ …")
-    outcome = checking.grade(entry, where, on_result=lambda r: console.print(views.check_line(r)), fail_fast=fail_fast)
-    console.print(views.check_summary(outcome))
+    outcome = checking.grade_aloud(entry, where, console, fail_fast=fail_fast)
     if where.is_learners and not outcome.could_not_grade:
         progress.record_check(entry.number, outcome.exit_code == 0, outcome.passed, len(outcome.results), _warn)
     room_board.post_check(entry.number, outcome, where, _warn)

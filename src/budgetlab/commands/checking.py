@@ -186,6 +186,15 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     return outcome
 
 
+def grade_aloud(lab: Lab, target: Target, console, fail_fast: bool = False) -> Outcome:
+    """Grade as `budgetlab check` shows it: a line per check as it ends, then the summary, on `console`."""
+    from budgetlab.commands import views
+
+    outcome = grade(lab, target, on_result=lambda result: console.print(views.check_line(result)), fail_fast=fail_fast)
+    console.print(views.check_summary(outcome))
+    return outcome
+
+
 def _follow(proc, report: Path, probe: ImportProbe, outcome: Outcome, watch: _Watch, on_result) -> str | None:
     """Read the report as pytest writes it; return why grading is impossible, or None once pytest ended."""
     started = time.monotonic()

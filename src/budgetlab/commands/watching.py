@@ -10,7 +10,7 @@ from rich.console import Console
 
 from budgetlab import labs, targets
 from budgetlab.board import client as room_board
-from budgetlab.commands import checking, progress, views
+from budgetlab.commands import checking, progress
 
 # How long a probe file's event may take before file events count as missing (network or VM mounts).
 PROBE_SECONDS = 2.0
@@ -68,11 +68,10 @@ def watch(number: int | None, poll: bool, console: Console) -> int:
         console.clear()
         console.print(f"watching lab {lab.number} in {folder} — save a file to check again, Ctrl-C to stop")
         try:
-            outcome = checking.grade(lab, learners, on_result=lambda r: console.print(views.check_line(r)))
+            outcome = checking.grade_aloud(lab, learners, console)
         except Exception as exc:  # a broken file is shown and watched again, never a crash
             console.print(f"[red]error:[/] {exc}")
             return
-        console.print(views.check_summary(outcome))
         if not outcome.could_not_grade:
             progress.record_check(lab.number, outcome.exit_code == 0, outcome.passed, len(outcome.results))
         room_board.post_check(lab.number, outcome, learners, lambda message: console.print(f"[yellow]warning:[/] {message}"))
