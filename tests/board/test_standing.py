@@ -92,3 +92,19 @@ def test_report_rows_match_budgetlab_report_columns():
     assert rows[0] == {"learner": "Ada", "lab": 1, "title": "The limit nobody chose", "status": "passed",
                        "attempts": 1, "hints_used": 2, "minutes_to_pass": 7.3}
     assert rows[1]["status"] == "not started"
+
+
+def test_lab_code_that_kept_the_checks_from_running_is_a_failed_attempt_not_the_machines_fault():
+    """Code that exited at import ends its check with exit 1: the board shows the lab failing, with that sentence."""
+    from budgetlab.board import payload
+    from budgetlab.commands.checking import Outcome
+
+    sentence = "labs/lab2_batch_jobs/jobs.py exited the process at import (exit code 3)"
+    broken = payload.validate(payload.of_outcome(2, Outcome(could_not_grade=sentence, code_fault=True), 0, 1.0, ADA,
+                                                 "Ada"))
+    down = payload.validate(payload.of_outcome(2, Outcome(could_not_grade="the stack is not running"), 0, 1.0, BO, "Bo"))
+    learners, standings = fold_all([(ADA, broken, 0), (BO, down, 0)])
+    ada, bo = standing.board(LABS, learners, standings, now=1, stuck_minutes=0)["learners"]
+    assert (ada["cells"][1]["label"], ada["cells"][1]["attempts"]) == ("failing 1/1", 1)
+    assert standings[(ADA, 2)]["latest"]["failing"][0][1] == payload.one_line(sentence)
+    assert (bo["cells"][1]["state"], bo["cells"][1]["attempts"]) == ("could not grade", 0)

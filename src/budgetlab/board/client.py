@@ -130,8 +130,7 @@ def _post(board: dict, lab: int, outcome, warn) -> None:
 
     entry = progress.lab_entry(progress.load(), lab)
     minutes = max(0.0, (time.time() - entry.get("first_seen", time.time())) / 60)
-    body = payload.build(lab, outcome.results, outcome.could_not_grade, outcome.exit_code,
-                         entry["hints_used"], minutes, board["learner"], board["name"])
+    body = payload.of_outcome(lab, outcome, entry["hints_used"], minutes, board["learner"], board["name"])
     answer: dict = {}
 
     def send():

@@ -62,6 +62,12 @@ def build(lab: int, results: list[dict], could_not_grade: str | None, exit_code:
             "hints_used": hints_used, "minutes": round(minutes, 1), "exit_code": exit_code}
 
 
+def of_outcome(lab: int, outcome, hints_used: int, minutes: float, learner: str, name: str) -> dict:
+    """Return what the board is told of one `check` (a checking.Outcome): a broken lab's code is a failed check."""
+    return build(lab, outcome.kept_results(), None if outcome.graded else outcome.could_not_grade, outcome.exit_code,
+                 hints_used, minutes, learner, name)
+
+
 def validate(data: object) -> dict:
     """Return a clean copy of a posted result, or raise Invalid with the first thing wrong with it."""
     if not isinstance(data, dict):

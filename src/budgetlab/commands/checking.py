@@ -36,6 +36,10 @@ from budgetlab.stack.process import descendants, pid_alive, start_ticks
 from budgetlab.targets import Target
 
 
+# What progress and the room board call the check that lab code failed when it kept the checks from running.
+CODE_RAN = "The lab's code imports and runs under the checks"
+
+
 @dataclass
 class Outcome:
     """What one `check` found."""
@@ -52,6 +56,23 @@ class Outcome:
     @property
     def passed(self) -> int:
         return sum(1 for r in self.results if r["outcome"] == "passed")
+
+    @property
+    def graded(self) -> bool:
+        """Whether it says something of the code (an attempt): it graded, or the code itself kept it from grading."""
+        return not self.could_not_grade or self.code_fault
+
+    def kept_results(self) -> list[dict]:
+        """The checks as the learner's progress and the room board keep them.
+
+        Code that kept the checks from running (it hung, raised or exited)
+        failed: it counts as one more failed check, whose symptom is the
+        sentence the check printed, so a facilitator sees a failing lab and
+        not the machine's fault.
+        """
+        if self.could_not_grade and self.code_fault:
+            return [*self.results, {"title": CODE_RAN, "outcome": "failed", "symptom": self.could_not_grade}]
+        return self.results
 
     @property
     def exit_code(self) -> int:
