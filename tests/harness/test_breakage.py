@@ -37,14 +37,14 @@ def recorded_checks(cli) -> list:
 ], ids=["exits", "kills itself", "raises"])
 def test_lab_code_that_dies_at_import_is_named_with_what_it_did(cli, code, said):
     """A learner file that exits, kills itself or raises at import: exit 1 (the code's doing) and one sentence naming
-    the file, as the summary line; it is no graded attempt."""
+    the file, as the summary line; it is a graded attempt that failed (one failed check of one)."""
     break_tally(cli, code)
     result = cli("check", "1")
     assert result.returncode == 1, result.stdout + result.stderr
     assert said in result.stdout.strip().splitlines()[-1], result.stdout
     assert said in result.stdout, result.stdout
     assert "hidden checks passed" not in result.stdout and "Traceback" not in result.stdout + result.stderr
-    assert not recorded_checks(cli)
+    assert [(entry["passed"], entry["last_result"]) for entry in recorded_checks(cli)] == [(False, "0/1")]
 
 
 @pytest.mark.slow
