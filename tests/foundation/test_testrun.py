@@ -1,5 +1,7 @@
 """`make test` runs its tests side by side, the `alone` ones by themselves, and says where its time goes."""
 
+import threading
+
 import pytest
 
 from budgetlab.commands import testrun
@@ -154,18 +156,26 @@ def test_a_run_whose_check_groups_never_reach_pytest_xdist_stops_at_once():
     conftest.pytest_xdist_node_collection_finished(Node("load"), [check])
 
 
-def test_the_passes_after_the_first_run_one_after_another_each_on_the_whole_machine(monkeypatch, started, capsys):
-    """Two more passes on two cores: in turn, a check group per core each (and one process more), both reported, a
-    failure of the first kept and the second run all the same."""
+def test_the_passes_after_the_first_run_side_by_side_the_first_on_every_core(monkeypatch, capsys):
+    """Two more passes on two cores: side by side, the first with a check group per core (and one process more), the
+    other with one group; both reported in order, a failure of one kept and the other run all the same."""
     monkeypatch.delenv("BUDGETLAB_TEST_WORKERS", raising=False)
     monkeypatch.delenv(testrun.GROUPS_VARIABLE, raising=False)
     monkeypatch.setattr(testrun, "cores", lambda: 2)
-    passes = [testrun.Pass("on A", "python", {}, "external"), testrun.Pass("on B", "python", {}, "second_python")]
-    started.codes.extend([1, testrun.NO_TESTS, 0, 0])
+    both_running, seen = threading.Barrier(2, timeout=10), []
+
+    def call(argv, env=None, **kwargs):
+        argv = argv[argv.index("pytest") + 1:]
+        marker = argv[argv.index("-m") + 1]
+        seen.append((marker, argv[argv.index("-n") + 1] if "-n" in argv else None))
+        if marker.endswith("and not alone"):
+            both_running.wait()  # each pass's side-by-side half waits for the other's: they run at once
+        return 1 if marker == "(external) and not alone" else 0
+
+    monkeypatch.setattr(testrun.subprocess, "call", call)
+    passes = [testrun.Pass("on A", "python", {}, "second_python"), testrun.Pass("on B", "python", {}, "external")]
     assert testrun.run_passes(passes, []) == 1
-    assert [args[args.index("-n") + 1] for args in started if "-n" in args] == ["3", "3"], started
-    assert [args[args.index("-m") + 1] for args in started] == ["(external) and not alone", "(external) and alone",
-                                                              "(second_python) and not alone",
-                                                              "(second_python) and alone"], started
+    assert sorted(seen) == [("(external) and alone", None), ("(external) and not alone", "2"),
+                            ("(second_python) and alone", None), ("(second_python) and not alone", "3")], seen
     out = capsys.readouterr().out
-    assert out.index("==== pass 2: on A") < out.index("pass 3: on B") < out.index("==== pass 3: on B"), out
+    assert out.index("==== pass 2: on A") < out.index("==== pass 3: on B: exit 1"), out
