@@ -38,3 +38,22 @@ def test_kill_stops_a_worker_in_the_middle_of_a_task(start_worker, celery_client
     assert len(before) >= 2, f"expected a master and a pool child, found {sorted(before)}"
     worker.kill()
     assert not any(process.pid_alive(pid) for pid in before), "a process of the killed worker is still running"
+
+
+def test_under_a_check_a_tree_reports_itself_and_then_that_it_is_ready(tmp_path, monkeypatch):
+    """`budgetlab check` learns of each tree (its log, for a failed check) and of its readiness (the lab's code has
+    imported, so no import probe is needed) from the report file, in that order."""
+    import json
+
+    from budgetlab.harness import checkreport
+
+    report = tmp_path / "report.jsonl"
+    monkeypatch.setenv(checkreport.VARIABLE, str(report))
+    script = "echo 'tree@budgetlab ready.'; exec sleep 300"
+    tree = WorkerTree(["bash", "-c", script], Environment(tmp_path, "unused", "unused"), tmp_path / "tree.log")
+    tree.start()
+    try:
+        entries = [json.loads(line) for line in report.read_text().splitlines()]
+    finally:
+        tree.kill()
+    assert [(entry["kind"], entry["pid"]) for entry in entries] == [("worker", tree.proc.pid), ("ready", tree.proc.pid)]
