@@ -203,11 +203,11 @@ def run_passes(passes: list[Pass], args: list[str]) -> int:
     """Run the passes side by side and print each one's output when it ends.
 
     The first keeps one check group per core; each other pass runs its
-    checks in one group beside it. The second Python's pass (sixteen
-    checks) is the longest: on half the machine it ran on one group long
-    after the external pass (eight checks) had ended, 165 s in a rehearsal,
-    and one after the other they took about 130 s, most of the external
-    pass's 35 s spent beside nothing.
+    checks in one group beside it. Measured in rehearsals of `.ci/run`:
+    the second Python's pass (sixteen checks) alone on half the machine
+    ran long after the external one (eight checks) had ended, 165 s; one
+    after the other, each on the whole machine, their pytest runs took
+    69 s and 31 s; side by side as here, 77 s and 78 s.
     """
     results: dict[int, int] = {}
     logs = [paths.logs_dir() / f"test-pass-{index + 1}.log" for index in range(len(passes))]
