@@ -92,8 +92,8 @@ def check(lab: int = typer.Argument(..., help="Lab number, as budgetlab list sho
     _say_what_moved(entry, where)
     console.print(f"checking lab {entry.number} ({entry.title}) against {paths.display_path(where.root)}/ …")
     outcome = checking.grade_aloud(entry, where, console, fail_fast=fail_fast)
-    if where.is_learners and outcome.graded:
-        progress.record_check(entry.number, outcome.exit_code == 0, outcome.passed, len(outcome.kept_results()), _warn)
+    if where.is_learners:
+        progress.record_check(entry.number, outcome, _warn)
     room_board.post_check(entry.number, outcome, where, _warn)
     raise typer.Exit(outcome.exit_code)
 

@@ -50,15 +50,18 @@ def lab_entry(data: dict, number: int) -> dict:
     return entry
 
 
-def record_check(number: int, passed: bool, checks_passed: int, checks_total: int, warn=lambda m: None) -> None:
-    """Count one graded attempt and its outcome."""
+def record_check(number: int, outcome, warn=lambda m: None) -> None:
+    """Count a check (a checking.Outcome) as an attempt, with its result, unless the machine kept it from grading."""
+    if not outcome.graded:
+        return
+    passed = outcome.exit_code == 0
     data = load(warn)
     entry = lab_entry(data, number)
     now = time.time()
     entry.setdefault("first_seen", now)
     entry["attempts"] += 1
     entry["last_check"] = now
-    entry["last_result"] = f"{checks_passed}/{checks_total}"
+    entry["last_result"] = f"{outcome.passed}/{len(outcome.kept_results())}"
     if passed and not entry["passed"]:
         entry["passed_at"] = now
         entry["seconds_to_pass"] = round(now - entry["first_seen"])

@@ -72,8 +72,7 @@ def watch(number: int | None, poll: bool, console: Console) -> int:
         except Exception as exc:  # a broken file is shown and watched again, never a crash
             console.print(f"[red]error:[/] {exc}")
             return
-        if outcome.graded:
-            progress.record_check(lab.number, outcome.exit_code == 0, outcome.passed, len(outcome.kept_results()))
+        progress.record_check(lab.number, outcome)
         room_board.post_check(lab.number, outcome, learners, lambda message: console.print(f"[yellow]warning:[/] {message}"))
 
     def stamps() -> dict[str, int]:

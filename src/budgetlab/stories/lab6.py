@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from budgetlab import labs
+from budgetlab.harness import stalls
 from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
 from budgetlab.inworker import clock
 from budgetlab.stories.reading import wait_until
@@ -240,8 +241,6 @@ def held_late(ending: Ending) -> str | None:
 
 def _hold_the_answer(run):
     """Hold the first answer written for `run` in the database for HELD_SECONDS (a stall; see harness.stalls)."""
-    from budgetlab.harness import stalls
-
     stall = stalls.Stall("lab6_held_answer", _models().AgentStep._meta.db_table, "INSERT",
                          f"NEW.run_id = {run.pk}", seconds=round(to_wall(HELD_SECONDS), 3))
     stalls.install([stall])
@@ -342,8 +341,6 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
                time.monotonic() + 2 * (to_wall(review_allowed) + SLACK))
     afternoon.review = read_ending(review, review_sent)
     if held is not None:
-        from budgetlab.harness import stalls
-
         wait_until(lambda: all_decided({held.pk: held_sent}, held_allowance()),
                    time.monotonic() + 2 * (to_wall(held_allowance()) + SLACK))
         afternoon.held = read_ending(held, held_sent)
