@@ -10,8 +10,9 @@ as deployed with the budget overridden from the environment. What the
 target's own settings.py gives is read as Celery reads it, in a
 process of its own, with no override set. Every probe is sent as soon
 as its fleet is ready; the main fleet's probes run while the second one
-starts. A probe meant to be killed sleeps half as long again as the hard
-limit, so that a late timer on a busy machine still catches it.
+starts. A probe meant to meet a limit sleeps until that limit's
+allowance for lateness has passed (`outlasting`), so that a timer a busy
+machine delayed still reaches it.
 """
 
 from __future__ import annotations
@@ -19,10 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from lab1_measure import (LONGEST_HARD, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, SettingsRead,
-                          start_one_after_another, stop_all, with_changed_budget)
+from lab1_measure import (DECORATED_HARD, LONGEST_HARD, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Probe, SettingsRead,
+                          outlasting, start_one_after_another, stop_all, with_changed_budget)
 
-from budgetlab.stories.lab1 import BATCH, HARD_VARIABLE, INTERACTIVE, QUEUES, SOFT_VARIABLE, TRANSACTIONAL
+from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, HARD_VARIABLE, INTERACTIVE, INTERACTIVE_AT_MOST, QUEUES,
+                                    SOFT_VARIABLE, TRANSACTIONAL)
+
+# The plain probe that must finish within the budget: 80 s short of the main fleet's soft limit (the
+# copy's 480 s), and 280 s past the inherited 120 s, so that a busy machine that delays that limit by
+# half a wall second still has it reach the probe.
+WITHIN_BUDGET = 400.0
 
 
 @dataclass
@@ -34,11 +41,11 @@ class Probes:
     how_changed: str             # what the main fleet's copy of settings.py says differently
     settings: SettingsRead       # the budget the target's own settings.py gives
     changed_settings: SettingsRead   # the budget the main fleet's copy of settings.py gives
-    within_budget: dict[str, Probe] = field(default_factory=dict)   # plain, 200 s: past 120, within either budget
-    past_budget: dict[str, Probe] = field(default_factory=dict)     # plain, well past the changed budget
-    decorated: dict[str, Probe] = field(default_factory=dict)       # decorated 200/250, 500 s
-    agents: dict[str, Probe] = field(default_factory=dict)          # plain: 1800 s on batch, 130 s on interactive
-    overrides: dict[str, Probe] = field(default_factory=dict)       # plain, 700 s, overridden fleet
+    within_budget: dict[str, Probe] = field(default_factory=dict)   # plain, past 120, within either budget
+    past_budget: dict[str, Probe] = field(default_factory=dict)     # plain, outlasting the changed budget
+    decorated: dict[str, Probe] = field(default_factory=dict)       # decorated 200/250, outlasting 250 s
+    agents: dict[str, Probe] = field(default_factory=dict)          # plain, outlasting each queue's bound
+    overrides: dict[str, Probe] = field(default_factory=dict)       # plain, outlasting 400 s, overridden fleet
 
 
 @pytest.fixture(scope="session")
@@ -52,19 +59,18 @@ def probes(target_dir, tmp_path_factory):
 
     def send(fleet: Fleet) -> None:
         if fleet is main:
-            # Half as long again as the copy's hard limit, so that a late kill on a busy machine still comes
-            # first; a copy without one gets the longest probe.
-            past_budget = 1.5 * min(found.changed_settings.budget()[1] or LONGEST_HARD, LONGEST_HARD) + 100
+            # A copy without a hard limit gets the longest probe.
+            past_budget = outlasting(min(found.changed_settings.budget()[1] or LONGEST_HARD, LONGEST_HARD))
             for queue in TRANSACTIONAL:
-                found.within_budget[queue] = fleet.send(queue, "plain", 200)
+                found.within_budget[queue] = fleet.send(queue, "plain", WITHIN_BUDGET)
                 found.past_budget[queue] = fleet.send(queue, "plain", past_budget)
-            found.agents[BATCH] = fleet.send(BATCH, "plain", 1800)
-            found.agents[INTERACTIVE] = fleet.send(INTERACTIVE, "plain", 130)
+            found.agents[BATCH] = fleet.send(BATCH, "plain", BATCH_AT_LEAST)
+            found.agents[INTERACTIVE] = fleet.send(INTERACTIVE, "plain", outlasting(INTERACTIVE_AT_MOST))
             for queue in QUEUES:
-                found.decorated[queue] = fleet.send(queue, "decorated", 500)
+                found.decorated[queue] = fleet.send(queue, "decorated", outlasting(DECORATED_HARD))
         else:
             for queue in TRANSACTIONAL:
-                found.overrides[queue] = fleet.send(queue, "plain", 700)
+                found.overrides[queue] = fleet.send(queue, "plain", outlasting(OVERRIDE_HARD))
 
     finish = start_one_after_another([main, overridden], send)
     try:

@@ -65,6 +65,16 @@ def lateness_allowed(limit: float) -> float:
     return 60 + 0.25 * limit + SCHEDULING_DELAY / FACTOR
 
 
+def outlasting(limit: float) -> float:
+    """How long a probe sleeps to meet `limit` even when it comes as late as allowed.
+
+    A probe that ends first has shown that the limit is not there: a
+    shorter one would read a kill a busy machine delayed (CI once saw
+    a 250 s hard limit miss a 500 s probe) as a kill that never comes.
+    """
+    return limit + lateness_allowed(limit)
+
+
 @dataclass
 class Outcome:
     """What happened to one probe, in production seconds."""
