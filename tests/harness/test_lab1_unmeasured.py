@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from budgetlab.harness.grading import CouldNotGrade
@@ -42,3 +44,40 @@ def test_a_fault_on_one_queue_is_never_hidden_by_a_late_limit_on_another(budgets
                             "a probe")
     said = budgets._report("", {"imports": late, "documents": wrong})
     assert said == "queue 'documents': a probe got SoftTimeLimitExceeded at 120 s, not at 200 s", said
+
+
+class _Fleet:
+    """A fleet as the within-budget check reads it: `require`, and the soft and hard limit its masters report."""
+
+    def __init__(self, reported):
+        self.reported = reported
+
+    def require(self):
+        pass
+
+    def reported_limits(self, queue):
+        return self.reported
+
+
+def _within_budget(budgets, soft_limit, reported, ran=400.0):
+    """The main fleet's three within-budget probes, each ending as given, on the copy with the 480/720 budget."""
+    settings = SimpleNamespace(budget=lambda: (600.0, 900.0), error=None)
+    changed = SimpleNamespace(budget=lambda: (480.0, 720.0), error=None)
+    outcome = budgets.Outcome("imports", 400.0, 0.0, soft_limit, soft_limit, None, None, ran)
+    probe = SimpleNamespace(outcome=lambda: outcome)
+    return SimpleNamespace(settings=settings, changed_settings=changed, main=_Fleet(reported),
+                           within_budget={queue: probe for queue in budgets.TRANSACTIONAL},
+                           how_changed="with the numbers 600 and 900 in settings.py changed to 480 and 720")
+
+
+def test_a_probe_kept_sleeping_into_the_budget_in_force_is_no_fault(budgets):
+    """Pass 2 of a rehearsal: a busy machine kept a 400 s probe running into the copy's 480 s soft limit."""
+    budgets.test_transactional_queues_get_the_settings_budget(_within_budget(budgets, 480.0, (480.0, 720.0), 480.0))
+
+
+def test_a_limit_so_late_the_probe_ended_first_is_still_the_workers(budgets):
+    with pytest.raises(AssertionError) as failed:
+        budgets.test_transactional_queues_get_the_settings_budget(_within_budget(budgets, None, (120.0, None)))
+    assert str(failed.value) == ("transactional queues 'imports', 'documents' and 'sweeps': a task without its own "
+                                 "limit gets a 120 s soft limit there (the worker reports it) although the settings "
+                                 "say 600 s"), failed.value

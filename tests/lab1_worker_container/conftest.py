@@ -26,9 +26,9 @@ from lab1_measure import (DECORATED_HARD, LONGEST_HARD, OVERRIDE_HARD, OVERRIDE_
 from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, HARD_VARIABLE, INTERACTIVE, INTERACTIVE_AT_MOST, QUEUES,
                                     SOFT_VARIABLE, TRANSACTIONAL)
 
-# The plain probe that must finish within the budget: 80 s short of the main fleet's soft limit (the
-# copy's 480 s), and 280 s past the inherited 120 s, so that a busy machine that delays that limit by
-# half a wall second still has it reach the probe.
+# The plain probe that must finish within the budget: 280 s past the inherited 120 s, so that a busy
+# machine that delays that limit by half a wall second still has it reach the probe. A machine that keeps
+# it sleeping into the main fleet's budget (the copy's 480 s) shows that budget, which the check accepts.
 WITHIN_BUDGET = 400.0
 
 
