@@ -46,26 +46,15 @@ def test_a_fault_on_one_queue_is_never_hidden_by_a_late_limit_on_another(budgets
     assert said == "queue 'documents': a probe got SoftTimeLimitExceeded at 120 s, not at 200 s", said
 
 
-class _Fleet:
-    """A fleet as the within-budget check reads it: `require`, and the soft and hard limit its masters report."""
-
-    def __init__(self, reported):
-        self.reported = reported
-
-    def require(self):
-        pass
-
-    def reported_limits(self, queue):
-        return self.reported
-
-
 def _within_budget(budgets, soft_limit, reported, ran=400.0):
     """The main fleet's three within-budget probes, each ending as given, on the copy with the 480/720 budget."""
     settings = SimpleNamespace(budget=lambda: (600.0, 900.0), error=None)
     changed = SimpleNamespace(budget=lambda: (480.0, 720.0), error=None)
     outcome = budgets.Outcome("imports", 400.0, 0.0, soft_limit, soft_limit, None, None, ran)
     probe = SimpleNamespace(outcome=lambda: outcome)
-    return SimpleNamespace(settings=settings, changed_settings=changed, main=_Fleet(reported),
+    # The main fleet as the check reads it: started, and the soft and hard limit its masters report.
+    main = SimpleNamespace(require=lambda: None, reported_limits=lambda queue: reported)
+    return SimpleNamespace(settings=settings, changed_settings=changed, main=main,
                            within_budget={queue: probe for queue in budgets.TRANSACTIONAL},
                            how_changed="with the numbers 600 and 900 in settings.py changed to 480 and 720")
 
