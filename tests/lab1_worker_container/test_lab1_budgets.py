@@ -5,9 +5,10 @@ from __future__ import annotations
 from lab1_measure import (CHANGED, DECORATED_HARD, DECORATED_SOFT, OVERRIDE_HARD, OVERRIDE_SOFT, Fleet, Outcome,
                           lateness_allowed)
 
-from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.harness.grading import faults_first
 from budgetlab.stories.lab1 import (BATCH, BATCH_AT_LEAST, DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, INTERACTIVE,
                                     INTERACTIVE_AT_MOST, QUEUES, SOFT_VARIABLE, TRANSACTIONAL)
+from budgetlab.stories.reading import Unmeasured
 
 # Production seconds a limit may arrive before its time: the precision of the pool's timers.
 EARLY = 20.0
@@ -28,11 +29,6 @@ def _queues(names: list[str]) -> str:
     return f"queues {', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
-class Unmeasured(str):
-    """A queue's symptom that is the machine's, not the code's: its limit had the right value, but came too late or
-    too early, or before the probe began, to be timed."""
-
-
 def _report(prefix: str, symptoms: dict[str, str | None]) -> str:
     """Group the queues that show the same symptom, in queue order; '' when every queue is fine.
 
@@ -40,18 +36,13 @@ def _report(prefix: str, symptoms: dict[str, str | None]) -> str:
     being measured must not hide another queue's fault. With none, a queue
     that could not be measured means the check could not grade (exit 2).
     """
-    faults = {queue: symptom for queue, symptom in symptoms.items() if symptom and not isinstance(symptom, Unmeasured)}
-    unmeasured = {queue: symptom for queue, symptom in symptoms.items() if isinstance(symptom, Unmeasured)}
-    if not faults and unmeasured:
-        raise CouldNotGrade(_grouped(prefix, unmeasured))
-    return _grouped(prefix, faults)
-
-
-def _grouped(prefix: str, symptoms: dict[str, str]) -> str:
     grouped: dict[str, list[str]] = {}
     for queue, symptom in symptoms.items():
-        grouped.setdefault(symptom, []).append(queue)
-    return "; ".join(f"{prefix}{_queues(queues)}: {symptom}" for symptom, queues in grouped.items())
+        if symptom:
+            grouped.setdefault(symptom, []).append(queue)
+    # Each line keeps its symptom's kind (str(), or Unmeasured for the machine's), for faults_first.
+    return "; ".join(faults_first(type(symptom)(f"{prefix}{_queues(queues)}: {symptom}")
+                                  for symptom, queues in grouped.items()))
 
 
 def _as_run(probes, message: str) -> str:

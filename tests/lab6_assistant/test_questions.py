@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from budgetlab.stories.lab6 import HELD_SECONDS, PROMISE, TOLERANCE, TRY_AGAIN, held_late, late
+from budgetlab.harness.grading import faults_first
+from budgetlab.stories.lab6 import HELD_SECONDS, PROMISE, TOLERANCE, TRY_AGAIN, held_late, late, unless_starved
 
 
 def _answered(ending) -> bool:
@@ -16,8 +17,10 @@ def test_questions_are_answered_while_the_provider_is_healthy(afternoon):
         if late(ending, PROMISE):
             problems.append(late(ending, PROMISE))
         elif not _answered(ending):
-            problems.append(f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
-                            f"{ending.steps_stored} of {ending.steps_total} answers while the model was healthy")
+            problems.append(unless_starved(ending, f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
+                                           f"{ending.steps_stored} of {ending.steps_total} answers while the model "
+                                           "was healthy"))
+    problems = faults_first(problems)
     assert not problems, f"{len(problems)} of {len(afternoon.before)} questions: " + "; ".join(problems[:3])
 
 
@@ -33,6 +36,7 @@ def test_every_question_ends_within_the_promise_while_the_provider_hangs(afterno
         elif ending.status == "succeeded" and ending.steps_stored != ending.steps_total:
             problems.append(f"{ending.name} ended 'succeeded' with only {ending.steps_stored} of "
                             f"{ending.steps_total} answers: the person gets an answer the model never gave")
+    problems = faults_first(problems)
     assert not problems, (f"{len(problems)} of {len(afternoon.during)} questions asked while the model hung "
                           f"(promise {PROMISE:g} s, tolerance {TOLERANCE:g} s): " + "; ".join(problems[:3]))
 
@@ -43,8 +47,8 @@ def test_no_call_outlives_its_question_and_the_assistant_recovers(afternoon):
         f"once the slow spell's questions were over or past their promise, the worker still held "
         f"{afternoon.held_after_spell} calls open to the model{' besides the review' if afternoon.review_running else ''}"
         f" {TOLERANCE:g} s later: threads waiting on answers nobody is waiting for")
-    problems = [late(e, PROMISE) or f"{e.name} ended '{e.status}' ('{e.message}')"
-                for e in afternoon.after if late(e, PROMISE) or not _answered(e)]
+    problems = faults_first(late(e, PROMISE) or unless_starved(e, f"{e.name} ended '{e.status}' ('{e.message}')")
+                            for e in afternoon.after if late(e, PROMISE) or not _answered(e))
     assert not problems, (f"{len(problems)} of {len(afternoon.after)} questions asked after the model recovered "
                           "were not answered in time: " + "; ".join(problems[:3]))
 
@@ -54,7 +58,7 @@ def test_a_question_whose_answer_the_database_holds_still_ends(afternoon):
     ending = afternoon.held
     held = (f"the database held its answer's write for {HELD_SECONDS:g} s" if afternoon.held_written
             else "its answer never reached the database")
-    missed = held_late(ending)
+    missed = "; ".join(faults_first([held_late(ending)]))
     assert not missed, f"{missed}; {held} (allowed: the promise, that hold and the tolerance of {TOLERANCE:g} s)"
     if ending.status == "failed":
         assert TRY_AGAIN.search(ending.message), (

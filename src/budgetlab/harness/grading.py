@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from budgetlab.harness.rig import Rig, WorkerDidNotStart, configure_django
 from budgetlab.harness.workers import WorkerTree
 from budgetlab.inworker import clock, seams
 from budgetlab.paths import display_path
+from budgetlab.stories.reading import Unmeasured
 
 
 class CouldNotGrade(Exception):
@@ -146,6 +148,19 @@ def start_worker(target_dir, kontor_db, broker_url, rig, tmp_path):
         return tree
 
     return start
+
+
+def faults_first(symptoms: Iterable[str | None]) -> list[str]:
+    """Return the code's symptoms among `symptoms`, in order; with none but the machine's (Unmeasured), CouldNotGrade.
+
+    A run the machine kept from being measured must not hide another run's
+    fault, nor fail the code on its own: then the check cannot grade (exit 2).
+    """
+    said = [symptom for symptom in symptoms if symptom]
+    faults = [symptom for symptom in said if not isinstance(symptom, Unmeasured)]
+    if said and not faults:
+        raise CouldNotGrade("; ".join(said))
+    return faults
 
 
 def could_not_start(target_dir: Path, exc: Exception) -> CouldNotGrade:

@@ -11,17 +11,20 @@ ended, read once, in production seconds.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from budgetlab import labs
 from budgetlab.harness import stalls
-from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
+from budgetlab.harness.workers import FAST_FLAGS, tree_of, unique_hostname
 from budgetlab.inworker import clock
-from budgetlab.stories.reading import wait_until
+from budgetlab.stories.reading import Unmeasured, wait_until
+from budgetlab.stories.stallmeter import StallMeter
 
 SLUG = labs.slug_of(6)
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
@@ -96,6 +99,16 @@ class Ending:
     items_done: int
     seconds: float | None  # production seconds from the run's start to its final write
     waited: float | None  # production seconds from sending the task until a thread started it (None: never)
+    # Production seconds from the run's start to the moment it was read (None: it never started). What a busy
+    # machine can have added, in production seconds: the most any thread of the worker waited for a core from the
+    # run's promise to its ending or that moment (see StallMeter); and how long after the run's start the pool began
+    # counting a soft limit no longer than the promise, where the worker logged one firing for it.
+    read_after: float | None = None
+    lost: float = 0.0
+    counted_late: float = 0.0
+    soft_limit: float | None = None
+    started: float | None = None  # production timestamp of its start
+    lost_running: float = 0.0  # as `lost`, from the run's start
 
     @property
     def name(self) -> str:
@@ -126,30 +139,82 @@ def create_review():
                                      steps=[f"Explain open item {n}" for n in range(1, REVIEW_STEPS + 1)])
 
 
-def read_ending(run, sent_at: float) -> Ending:
+# The line a pool logs when a soft limit fires (Celery 5.6's Request.on_timeout, celery/worker/request.py:532), in
+# Celery's default worker log format; its time is the worker's, production time on the lab clock, to the millisecond.
+SOFT_LIMIT_LOGGED = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}): \w+/MainProcess\] Soft time limit "
+                               r"\((\d+(?:\.\d+)?)s\) exceeded for [\w.]+\[([\w-]+)\]", re.MULTILINE)
+
+
+def soft_limits_logged(text: str) -> dict[str, tuple[float, float]]:
+    """Map each task id whose soft limit the worker logged firing to (the limit, the production time it fired)."""
+    return {task_id: (float(limit), time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000)
+            for stamp, ms, limit, task_id in SOFT_LIMIT_LOGGED.findall(text)}
+
+
+@dataclass
+class Watch:
+    """What a check sees beside the runs themselves: the stall meter, the worker's log, each run's task id."""
+
+    meter: StallMeter
+    log: Path
+    task_ids: dict[int, str] = field(default_factory=dict)
+
+    def send(self, rig, task: str, run_id: int, queue: str) -> float:
+        """Send a run's task, note its id, and return the wall time it was sent."""
+        sent = time.time()
+        self.task_ids[run_id] = rig.client.send_task(task, args=[run_id], queue=queue).id
+        return sent
+
+    def soft_limit(self, run_id: int) -> tuple[float, float] | None:
+        """The soft limit the worker logged firing for a run's task, and when (production time); None if none."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return None
+        return soft_limits_logged(text).get(self.task_ids.get(run_id, ""))
+
+
+def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None) -> Ending:
+    """Read how `run` ended; `promise` is what late() will judge it by, from which the watch's readings count."""
     AgentRun, AgentStep = _models().AgentRun, _models().AgentStep
+    read_at = time.time()
     run.refresh_from_db()
-    seconds = waited = None
+    seconds = waited = read_after = soft_limit = None
+    lost = counted_late = lost_running = 0.0
     if run.started_at is not None:
         # The worker writes its timestamps on the lab clock; `sent_at` is the grader's wall time.
-        waited = run.started_at.timestamp() - clock.production_time(sent_at, time_scale())
+        started = run.started_at.timestamp()
+        waited = started - clock.production_time(sent_at, time_scale())
+        read_after = clock.production_time(read_at, time_scale()) - started
         if run.finished_at is not None and run.status in (AgentRun.COMPLETED, AgentRun.FAILED):
-            seconds = run.finished_at.timestamp() - run.started_at.timestamp()
+            seconds = run.finished_at.timestamp() - started
+        if watch is not None:
+            until = clock.wall_time(started + (seconds or read_after), time_scale())
+            lost = to_production(watch.meter.lost(clock.wall_time(started + promise, time_scale()), until))
+            lost_running = to_production(watch.meter.lost(clock.wall_time(started, time_scale()), until))
+            fired = watch.soft_limit(run.pk)
+            # Only a limit that fired while the run was open counts (a log in another time zone would not).
+            if fired is not None and fired[0] <= promise and \
+                    started + fired[0] <= fired[1] <= started + (seconds or read_after) + 1.0:
+                soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
     return Ending(run_id=run.pk, status=run.status, message=run.message, steps_total=len(run.steps),
                   steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
-                  seconds=seconds, waited=waited)
+                  seconds=seconds, waited=waited, read_after=read_after, lost=lost, counted_late=counted_late,
+                  soft_limit=soft_limit, started=None if run.started_at is None else run.started_at.timestamp(),
+                  lost_running=lost_running)
 
 
 def has_started(run_id: int) -> bool:
     return _models().AgentRun.objects.filter(pk=run_id, started_at__isnull=False).exists()
 
 
-def all_decided(sent: dict[int, float], allowed: float) -> bool:
+def all_decided(sent: dict[int, float], allowed: float, watch: Watch | None = None) -> bool:
     """Whether every run has ended, or run past its promise and the slack, or waited that long to start.
 
     `sent` maps each run's id to the wall time its task was sent; `allowed`
     is its promise and tolerance in production seconds. Each run gets its
-    own deadline, so one a busy machine started late is not read early.
+    own deadline, so one a busy machine started late is not read early,
+    and every wall second the watch's meter saw the machine take meanwhile.
     """
     now = time.time()
     for run_id, status, started_at in _models().AgentRun.objects.filter(pk__in=sent).values_list(
@@ -157,9 +222,11 @@ def all_decided(sent: dict[int, float], allowed: float) -> bool:
         if status in FINAL:
             continue
         if started_at is None:
-            if now < sent[run_id] + to_wall(allowed) + SLACK:
-                return False
-        elif now < clock.wall_time(started_at.timestamp() + allowed, time_scale()) + STARTED_SLACK:
+            since, deadline = sent[run_id], sent[run_id] + to_wall(allowed) + SLACK
+        else:
+            since = clock.wall_time(started_at.timestamp(), time_scale())
+            deadline = since + to_wall(allowed) + STARTED_SLACK
+        if now < deadline + (watch.meter.lost(since, now) if watch is not None else 0.0):
             return False
     return True
 
@@ -192,9 +259,43 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
     if ending.seconds is not None and ending.seconds <= promise + tolerance:
         return None
     if ending.seconds is None:
-        return (f"{ending.name} was still '{ending.status}' {promise + tolerance:g} s after it started "
-                f"({ending.items_done} of {ending.steps_total} steps done)")
-    return f"{ending.name} ended '{ending.status}' only after {ending.seconds:.0f} s"
+        symptom = (f"{ending.name} was still '{ending.status}' {promise + tolerance:g} s after it started "
+                   f"({ending.items_done} of {ending.steps_total} steps done)")
+    else:
+        symptom = f"{ending.name} ended '{ending.status}' only after {ending.seconds:.0f} s"
+    # Past its promise a run is ending. When what the machine added covers how late it was (the worker kept
+    # waiting for a core, or a right soft limit counted from late), the lateness is not the code's.
+    over = (ending.seconds if ending.seconds is not None else ending.read_after or 0.0) - promise - tolerance
+    if over <= ending.lost + ending.counted_late:
+        added = []
+        if ending.counted_late:
+            added.append(f"the pool began counting its {ending.soft_limit:g} s soft limit {ending.counted_late:.0f} s "
+                         "after the run started")
+        if ending.lost:
+            added.append(f"the worker waited {ending.lost:.0f} s for a core after its promise ran out")
+        return Unmeasured(f"{symptom}, but {' and '.join(added)} (is the machine very busy?)")
+    return symptom
+
+
+def unless_starved(ending: Ending, symptom: str) -> str:
+    """Return the symptom of a run that did not get its answers while the model was healthy; the machine's
+    (Unmeasured) when the worker waited for a core longer than the promise leaves a healthy run to spare."""
+    spare = PROMISE - ending.steps_total * HEALTHY_LATENCY
+    if ending.lost_running >= spare:
+        return Unmeasured(f"{symptom}, but the worker waited {ending.lost_running:.0f} s for a core while it ran "
+                          "(is the machine very busy?)")
+    return symptom
+
+
+def review_untested(afternoon: Afternoon) -> Unmeasured | None:
+    """Say so when the review answered every step before the model hung again: its budget was never put to the test."""
+    review = afternoon.review
+    if (review is None or review.status != "succeeded" or review.steps_stored != review.steps_total
+            or review.seconds is None or afternoon.relapse_at is None
+            or review.started + review.seconds > afternoon.relapse_at):
+        return None
+    return Unmeasured(f"{review.name} answered all {review.steps_total} steps before the model hung again, so its "
+                      "budget was never put to the test (is the machine very busy?)")
 
 
 @dataclass
@@ -211,6 +312,7 @@ class Afternoon:
     held_written: bool = False
     held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
     review_running: bool = False  # whether the review was still running at that moment
+    relapse_at: float | None = None  # production time at which the model hung again for the rest of the afternoon
 
 
 def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None] = lambda phase: None,
@@ -225,8 +327,8 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
-    with clock.running_at(time_scale()):
-        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write)
+    with clock.running_at(time_scale()), StallMeter() as meter:
+        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write, Watch(meter, Path(log)))
 
 
 def held_allowance() -> float:
@@ -273,25 +375,24 @@ def warm_up(rig, queue: str, hostname: str) -> None:
                               for _ in range(prefork_children(rig, hostname))], PROMISE + TOLERANCE)
 
 
-def ask_and_wait(rig, queue: str, runs: list, allowed: float) -> dict[int, float]:
+def ask_and_wait(rig, queue: str, runs: list, allowed: float, watch: Watch | None = None) -> dict[int, float]:
     """Send every run's question at once and wait until each is final or past `allowed`; return when each was sent.
 
     The outer bound only guards against a clock gone wrong: every run is decided well before it.
     """
-    sent = {}
-    for run in runs:
-        sent[run.pk] = time.time()
-        rig.client.send_task(QUESTION_TASK, args=[run.pk], queue=queue)
-    wait_until(lambda: all_decided(sent, allowed), time.monotonic() + 2 * (to_wall(allowed) + SLACK))
+    watch = watch or Watch(StallMeter(), Path(os.devnull))  # unread: nothing measured, nothing excused
+    sent = {run.pk: watch.send(rig, QUESTION_TASK, run.pk, queue) for run in runs}
+    wait_until(lambda: all_decided(sent, allowed, watch), time.monotonic() + 2 * (to_wall(allowed) + SLACK))
     return sent
 
 
 def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None],
-                    hostname: str | None, hold_a_write: bool) -> Afternoon:
+                    hostname: str | None, hold_a_write: bool, watch: Watch) -> Afternoon:
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     hostname = hostname or unique_hostname(rig.label)
-    rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log, argv=worker_argv(queue, hostname),
-                     extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
+    tree = rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log, argv=worker_argv(queue, hostname),
+                            extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
+    watch.meter.watch(lambda: tree_of(tree.proc.pid))
     on_phase("worker")
     warm_up(rig, queue, hostname)
     afternoon = Afternoon()
@@ -299,12 +400,11 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
     def ask(first: int, count: int, promise: float = PROMISE, tolerance: float = TOLERANCE) -> list[Ending]:
         runs = [create_question(n) for n in range(first, first + count)]
         # Wait until every run is final or well past its promise, then read how each ended.
-        sent = ask_and_wait(rig, queue, runs, promise + tolerance)
-        return [read_ending(run, sent[run.pk]) for run in runs]
+        sent = ask_and_wait(rig, queue, runs, promise + tolerance, watch)
+        return [read_ending(run, sent[run.pk], promise, watch) for run in runs]
 
     review = create_review()
-    review_sent = time.time()
-    rig.client.send_task(REVIEW_TASK, args=[review.pk], queue=queue)
+    review_sent = watch.send(rig, REVIEW_TASK, review.pk, queue)
     # The first task a fresh worker takes pays for its start-up; no question should.
     wait_until(lambda: has_started(review.pk), time.monotonic() + 10)
     on_phase("healthy")
@@ -327,23 +427,23 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
         # Sent first, so its one call is answered while the provider is healthy; it is read at the end.
         held = create_question(HELD_NUMBER, QUESTION_STEPS[:1])
         stall = _hold_the_answer(held)
-        held_sent = time.time()
-        rig.client.send_task(QUESTION_TASK, args=[held.pk], queue=queue)
+        held_sent = watch.send(rig, QUESTION_TASK, held.pk, queue)
     afternoon.after = ask(BEFORE + DURING, AFTER)
 
     # The provider relapses for the rest of the afternoon: more than the review has left of its budget.
     service.set_mode("slow")
+    afternoon.relapse_at = clock.production_now(time_scale())
     on_phase("relapse")
     # Judged like a question: from its own start, so a review the slow spell kept running is read
     # a second past its budget instead of two seconds past its sending.
     review_allowed = REVIEW_BUDGET + REVIEW_TOLERANCE
-    wait_until(lambda: all_decided({review.pk: review_sent}, review_allowed),
+    wait_until(lambda: all_decided({review.pk: review_sent}, review_allowed, watch),
                time.monotonic() + 2 * (to_wall(review_allowed) + SLACK))
-    afternoon.review = read_ending(review, review_sent)
+    afternoon.review = read_ending(review, review_sent, REVIEW_BUDGET, watch)
     if held is not None:
-        wait_until(lambda: all_decided({held.pk: held_sent}, held_allowance()),
+        wait_until(lambda: all_decided({held.pk: held_sent}, held_allowance(), watch),
                    time.monotonic() + 2 * (to_wall(held_allowance()) + SLACK))
-        afternoon.held = read_ending(held, held_sent)
+        afternoon.held = read_ending(held, held_sent, PROMISE + HELD_SECONDS, watch)
         afternoon.held_written = stalls.fired(stall)
         stalls.release()
     on_phase("done")

@@ -1,4 +1,4 @@
-"""What several stories read the same way: a state waited on (never a sleep), a task's result and when it was stored, and the "N of M" a job's message states."""
+"""What several stories read the same way: a state waited on (never a sleep), a task's result and when it was stored, the "N of M" a job's message states, and a symptom that is the machine's."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from collections.abc import Callable
 # How often a wait looks again, in wall seconds: often enough that a check does not idle.
 POLL = 0.02
 COUNT = re.compile(r"(\d[\d,.]*)\s+of\s+(\d[\d,.]*)")
+
+
+class Unmeasured(str):
+    """A symptom that is the machine's, not the code's: what was measured was right, but came too late (or too
+    early) to be timed. A check whose every symptom is one cannot grade (exit 2); see grading.faults_first."""
 
 
 def wait_until(predicate: Callable[[], object], deadline: float, poll: float = POLL) -> bool:

@@ -1,0 +1,94 @@
+"""How long a busy machine kept a worker's processes waiting for a core: measured, so a late ending can be told apart.
+
+A story's tolerances are production seconds, and a fast lab clock makes
+them fractions of a wall second (lab 6's 20 s are 0.4 s at 50x). A
+machine loaded far past its cores keeps a runnable process waiting that
+long: the child whose timer fired, or whose answer came, waits for a core
+before it can write the ending. Linux counts that wait for every thread
+(/proc/PID/task/TID/schedstat, its second field); a thread here reads it
+for every process of the worker a few times a second. What the most kept
+thread waited between two instants is the most the machine can have made
+a run late by then; a story compares it with how late an ending came
+(see lab6.late). Without /proc (macOS) nothing is measured and nothing
+is excused.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from types import TracebackType
+
+# Wall seconds between readings: each reading widens a window by at most this much.
+TICK = 0.05
+# Wall seconds between looks for new processes in the worker (a prefork pool may replace a child).
+REFRESH = 0.5
+
+
+def _waited(pid: int) -> dict[int, float]:
+    """Return, for each thread of a process, the wall seconds it has spent runnable but waiting for a core."""
+    waited = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return waited
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as stat:
+                waited[int(tid)] = int(stat.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return waited
+
+
+class StallMeter:
+    """A thread that reads how long each thread of the watched processes has waited for a core, TICK by TICK."""
+
+    def __init__(self) -> None:
+        self._pids: Callable[[], Iterable[int]] = lambda: ()
+        self._looked = 0.0  # time.monotonic() of the last look for processes; 0: look at the next reading
+        # Per reading: its wall instant (time.time), and each thread's seconds waited so far.
+        self._readings: list[tuple[float, dict[int, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="budgetlab-stall-meter", daemon=True)
+
+    def __enter__(self) -> StallMeter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def watch(self, pids: Callable[[], Iterable[int]]) -> None:
+        """Measure the processes `pids()` names (a worker tree's), looked up again every REFRESH seconds."""
+        self._pids, self._looked = pids, 0.0
+
+    def _run(self) -> None:
+        pids: list[int] = []
+        while not self._stop.wait(TICK):
+            if time.monotonic() - self._looked >= REFRESH:
+                pids, self._looked = list(self._pids()), time.monotonic()
+            reading: dict[int, float] = {}
+            for pid in pids:
+                reading.update(_waited(pid))
+            self._readings.append((time.time(), reading))
+
+    def lost(self, since: float, until: float | None = None) -> float:
+        """Wall seconds the most kept thread waited for a core between two wall instants (`until`: now).
+
+        Read from the last reading at or before `since` to the first at or
+        after `until`, so a window is never measured short.
+        """
+        readings = list(self._readings)
+        until = time.time() if until is None else until
+        if len(readings) < 2:
+            return 0.0
+        times = [at for at, _ in readings]
+        first = max(bisect.bisect_right(times, since) - 1, 0)
+        last = min(bisect.bisect_left(times, until), len(times) - 1)
+        before, after = readings[first][1], readings[last][1]
+        return max((after[tid] - before.get(tid, 0.0) for tid in after), default=0.0)

@@ -1,0 +1,128 @@
+"""Lab 6 blames the code only for what the code did: a right soft limit a busy pool began counting late, a worker
+kept waiting for a core, an afternoon too slow to test the review are exit 2, never a fault (CI and rehearsals, 2026-12-05).
+
+Each sentence is read from a state built by hand and handed to the grader's
+own check; the stall meter and the log reading are read on real processes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.stories import lab6
+from budgetlab.stories.lab6 import Ending
+from budgetlab.stories.reading import Unmeasured
+from budgetlab.stories.stallmeter import StallMeter
+
+from .graders import loaded
+
+STARTED = 1_000_000.0
+
+
+def _ending(run_id=21, status="failed", seconds=232.0, counted_late=0.0, soft_limit=None, lost=0.0, lost_running=0.0,
+            steps=30, done=12, stored=12, message="timed out after 12 of 30 steps") -> Ending:
+    return Ending(run_id=run_id, status=status, message=message, steps_total=steps, steps_stored=stored,
+                  items_done=done, seconds=seconds, waited=0.5, read_after=(seconds or 0.0) + 1.0, lost=lost,
+                  counted_late=counted_late, soft_limit=soft_limit, started=STARTED, lost_running=lost_running)
+
+
+@pytest.fixture(scope="module")
+def review_check():
+    with loaded(lab6.SLUG, "test_review.py") as module:
+        yield module
+
+
+def test_a_right_soft_limit_counted_from_late_is_the_machines(review_check):
+    """A rehearsal failed the review "only after 232 s"; with four checks at once, pools began counting 22-84 s late."""
+    ending = _ending(counted_late=52.0, soft_limit=180.0)
+    said = lab6.late(ending, lab6.REVIEW_BUDGET)
+    assert isinstance(said, Unmeasured), said
+    assert said == ("run 21 ended 'failed' only after 232 s, but the pool began counting its 180 s soft limit 52 s "
+                    "after the run started (is the machine very busy?)")
+    with pytest.raises(CouldNotGrade, match="began counting its 180 s soft limit"):
+        review_check.test_the_review_ends_at_its_budget_with_its_count(SimpleNamespace(review=ending,
+                                                                                       relapse_at=STARTED + 120))
+
+
+def test_lateness_the_machine_does_not_cover_is_the_codes(review_check):
+    ending = _ending(counted_late=10.0, soft_limit=180.0, lost=5.0)
+    assert lab6.late(ending, lab6.REVIEW_BUDGET) == "run 21 ended 'failed' only after 232 s"
+    with pytest.raises(AssertionError, match=r"^run 21 ended 'failed' only after 232 s \(budget 180 s"):
+        review_check.test_the_review_ends_at_its_budget_with_its_count(SimpleNamespace(review=ending,
+                                                                                       relapse_at=STARTED + 120))
+
+
+def test_a_worker_kept_waiting_for_a_core_is_named_as_such():
+    still = _ending(seconds=None, lost=70.0)
+    said = lab6.late(still, lab6.REVIEW_BUDGET)
+    assert said == ("run 21 was still 'failed' 200 s after it started (12 of 30 steps done), but the worker waited "
+                    "70 s for a core after its promise ran out (is the machine very busy?)")
+    assert lab6.late(_ending(seconds=190.0, lost=70.0), lab6.REVIEW_BUDGET) is None
+
+
+def test_a_healthy_question_that_failed_is_the_codes_unless_the_worker_starved():
+    question = _ending(run_id=22, seconds=45.5, steps=3, done=1, stored=1, message="please try again")
+    symptom = "run 22 ended 'failed' with 1 of 3 answers while the model was healthy"
+    assert type(lab6.unless_starved(question, symptom)) is str
+    spare = lab6.PROMISE - 3 * lab6.HEALTHY_LATENCY
+    starved = _ending(run_id=22, seconds=45.5, steps=3, done=1, stored=1, lost_running=spare + 1)
+    said = lab6.unless_starved(starved, symptom)
+    assert isinstance(said, Unmeasured) and said == (f"{symptom}, but the worker waited {spare + 1:.0f} s for a core "
+                                                     "while it ran (is the machine very busy?)")
+
+
+def test_a_review_the_afternoon_never_tested_is_no_verdict(review_check):
+    """A stress run: the phases ran so slowly that the review answered all 30 steps before the relapse."""
+    done = _ending(status="succeeded", seconds=130.0, done=30, stored=30, message="30 of 30 items done, 0 failed")
+    with pytest.raises(CouldNotGrade, match="answered all 30 steps before the model hung again"):
+        review_check.test_the_review_ends_at_its_budget_with_its_count(SimpleNamespace(review=done,
+                                                                                       relapse_at=STARTED + 140))
+    # Relapsed first: the review had the slow spell before it, and ending 'succeeded' is the code's.
+    with pytest.raises(AssertionError, match="ended 'succeeded'"):
+        review_check.test_the_review_ends_at_its_budget_with_its_count(SimpleNamespace(review=done,
+                                                                                       relapse_at=STARTED + 100))
+
+
+def test_a_fault_of_one_question_is_never_hidden_by_the_machines_lateness_of_another():
+    questions_check = None
+    with loaded(lab6.SLUG, "test_questions.py") as module:
+        questions_check = module.test_every_question_ends_within_the_promise_while_the_provider_hangs
+        machine = _ending(run_id=30, seconds=80.0, counted_late=30.0, soft_limit=45.0, steps=3, done=0, stored=0,
+                          message="please try again")
+        code = _ending(run_id=31, seconds=80.0, steps=3, done=0, stored=0, message="please try again")
+        with pytest.raises(AssertionError, match=r"^1 of 2 questions .*: run 31 ended 'failed' only after 80 s$"):
+            questions_check(SimpleNamespace(during=[machine, code]))
+        with pytest.raises(CouldNotGrade, match="run 30 ended 'failed' only after 80 s, but the pool began"):
+            questions_check(SimpleNamespace(during=[machine]))
+
+
+def test_the_soft_limit_line_of_celerys_default_log_format_is_read():
+    """A line as a lab 6 worker logged it on the lab clock (Celery 5.6.3, the default worker log format)."""
+    line = ("[2026-12-05 23:14:40,126: WARNING/MainProcess] Soft time limit (180s) exceeded for "
+            "kontor.assistant.review_month[4c2e24d2-1868-4e55-a2fd-2bbc75897ba2]\n")
+    fired = lab6.soft_limits_logged("noise\n" + line + "[2026-12-05 23:14:41,088: ERROR/ForkPoolWorker-22] Task …\n")
+    limit, at = fired["4c2e24d2-1868-4e55-a2fd-2bbc75897ba2"]
+    assert limit == 180.0
+    assert at == time.mktime(time.strptime("2026-12-05 23:14:40", "%Y-%m-%d %H:%M:%S")) + 0.126
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="the stall meter reads Linux's /proc")
+def test_the_stall_meter_sees_a_process_kept_waiting_for_a_core():
+    """Two busy processes on one core: each waits for it about half the time, and the meter reads that wait."""
+    spin = "import os, time\nos.sched_setaffinity(0, {0})\nend = time.monotonic() + 0.6\nwhile time.monotonic() < end: pass"
+    with StallMeter() as meter:
+        started = time.time()
+        busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+        meter.watch(lambda: [busy[0].pid])
+        for process in busy:
+            process.wait()
+        lost = meter.lost(started)
+    assert lost >= 0.15, f"the meter read {lost:.3f} s of waiting for two processes sharing one core for 0.6 s"
+    assert meter.lost(time.time() + 10) == 0.0
