@@ -176,3 +176,17 @@ def test_a_rig_that_only_sends_tasks_copies_no_database():
     with Rig(PROBE, label="broker-only") as rig:
         assert rig.broker_url.startswith("redis://")
     assert rig._database_url is None, "a rig that never used its database copied one"
+
+
+def test_a_prefork_workers_temporary_folder_goes_with_the_rig():
+    """A prefork master makes a temporary folder (billiard's shared heap, pymp-*) that a tree killed by PID never
+    removes; it is made inside the rig's folder, and nothing of it is left once the rig has closed."""
+    from budgetlab.stories.reading import wait_until
+
+    stack.require()
+    with Rig(PROBE, label="scratch") as rig:
+        rig.start_worker([rig.queue()], ["clock_probe"], concurrency=2, pool="prefork")
+        scratch = rig.folder() / "tmp"
+        assert wait_until(lambda: any(scratch.glob("pymp-*")), time.monotonic() + 30), (
+            f"the prefork worker made no temporary folder in {scratch}: where does it make it?")
+    assert not scratch.exists(), f"{scratch} outlived the rig"

@@ -162,6 +162,11 @@ class Rig:
         An `extra_env` value of None removes that variable, so a grader's
         own shell cannot leak a setting into what is graded.
         """
+        # Temporary files of the processes the rig starts live in its folder: a prefork master makes one
+        # (billiard's shared heap, /tmp/pymp-*) that a tree killed by PID never removes; the folder goes with the rig.
+        scratch = self.folder() / "tmp"
+        scratch.mkdir(exist_ok=True)
+        extra_env = {"TMPDIR": str(scratch), **(extra_env or {})}
         plan_path = None
         if latency_plan is not None:
             plan_path = self.folder() / f"plan-{uuid.uuid4().hex[:6]}.json"
