@@ -113,7 +113,7 @@ def test_a_childs_ending_matches_wherever_the_line_wraps():
     """lab2-run-starter: a child's ending wraps where its PID's width puts the break, and either ending may come."""
     entry = next(entry for entry in transcripts.TRANSCRIPTS if entry.name == "lab2-run-starter")
     stored = (DOCS / "transcripts" / "lab2-run-starter.txt").read_text()
-    reaped = re.compile(r"(ForkPoolWorker-\d) \(pid \d+\):\s+(killed by SIGKILL|ended by the SIGTERM \([^)]*\))")
+    reaped = re.compile(r"(ForkPoolWorker-\d) \(pid \d+\):\s+(killed\s+by\s+SIGKILL|ended\s+by\s+the\s+SIGTERM\s+\([^)]*\))")
     assert len(reaped.findall(stored)) >= 2, "the stored run shows fewer than two children's endings"
     endings = iter(["killed\n                            by SIGKILL", "ended by the SIGTERM\n                            (exitcode 15)"] * 3)
     fresh = reaped.sub(lambda match: f"{match[1]} (pid 1234567): {next(endings)}", stored)

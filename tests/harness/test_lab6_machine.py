@@ -18,7 +18,7 @@ import pytest
 from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories import lab6
 from budgetlab.stories.lab6 import Ending
-from budgetlab.stories.reading import Unmeasured
+from budgetlab.stories.reading import Unmeasured, wait_until
 from budgetlab.stories.stallmeter import StallMeter
 
 from .graders import loaded
@@ -65,6 +65,10 @@ def test_a_worker_kept_waiting_for_a_core_is_named_as_such():
     assert said == ("run 21 was still 'failed' 200 s after it started (12 of 30 steps done), but the worker waited "
                     "70 s for a core after its promise ran out (is the machine very busy?)")
     assert lab6.late(_ending(seconds=190.0, lost=70.0), lab6.REVIEW_BUDGET) is None
+    # Nothing measured (no /proc, no soft limit logged), nothing excused, however the run was read.
+    unread = _ending(status="running", seconds=None)
+    unread.read_after = None
+    assert type(lab6.late(unread, lab6.REVIEW_BUDGET)) is str
 
 
 def test_a_healthy_question_that_failed_is_the_codes_unless_the_worker_starved():
@@ -123,6 +127,9 @@ def test_the_stall_meter_sees_a_process_kept_waiting_for_a_core():
         meter.watch(lambda: [busy[0].pid])
         for process in busy:
             process.wait()
+        # Read past their end (CI once read 0 s when the last reading no longer had the ended process).
+        exited = time.time()
+        assert wait_until(lambda: meter._readings[-1][0] > exited + 0.1, time.monotonic() + 10)
         lost = meter.lost(started)
     assert lost >= 0.15, f"the meter read {lost:.3f} s of waiting for two processes sharing one core for 0.6 s"
     assert meter.lost(time.time() + 10) == 0.0

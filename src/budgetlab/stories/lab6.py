@@ -266,7 +266,7 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
     # Past its promise a run is ending. When what the machine added covers how late it was (the worker kept
     # waiting for a core, or a right soft limit counted from late), the lateness is not the code's.
     over = (ending.seconds if ending.seconds is not None else ending.read_after or 0.0) - promise - tolerance
-    if over <= ending.lost + ending.counted_late:
+    if 0 < ending.lost + ending.counted_late and over <= ending.lost + ending.counted_late:
         added = []
         if ending.counted_late:
             added.append(f"the pool began counting its {ending.soft_limit:g} s soft limit {ending.counted_late:.0f} s "

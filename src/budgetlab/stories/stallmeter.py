@@ -69,10 +69,12 @@ class StallMeter:
 
     def _run(self) -> None:
         pids: list[int] = []
+        reading: dict[int, float] = {}
         while not self._stop.wait(TICK):
             if time.monotonic() - self._looked >= REFRESH:
                 pids, self._looked = list(self._pids()), time.monotonic()
-            reading: dict[int, float] = {}
+            # A thread that has ended keeps its last count: a window that reaches past its end still sees its wait.
+            reading = dict(reading)
             for pid in pids:
                 reading.update(_waited(pid))
             self._readings.append((time.time(), reading))
