@@ -6,11 +6,11 @@ machine loaded far past its cores keeps a runnable process waiting that
 long: the child whose timer fired, or whose answer came, waits for a core
 before it can write the ending. Linux counts that wait for every thread
 (/proc/PID/task/TID/schedstat, its second field); a thread here reads it
-for every process of the worker a few times a second. What the most kept
-thread waited between two instants is the most the machine can have made
-a run late by then; a story compares it with how late an ending came
-(see lab6.late). Without /proc (macOS) nothing is measured and nothing
-is excused.
+for every process of the worker twenty times a second. What the most kept
+thread waited between two instants stands for what the machine added to a
+run then (which thread ran the run, the check does not know); a story
+compares it with how late an ending came (see lab6.late). Without /proc
+(macOS) nothing is measured and nothing is excused.
 """
 
 from __future__ import annotations
