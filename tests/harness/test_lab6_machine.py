@@ -1,5 +1,6 @@
 """Lab 6 blames the code only for what the code did: a right soft limit a busy pool began counting late, a worker
-kept waiting for a core, an afternoon too slow to test the review are exit 2, never a fault (CI and rehearsals, 2026-12-05).
+kept waiting for a core, an afternoon too slow to test the review are exit 2, never a fault (CI and rehearsals,
+2026-12-05).
 
 Each sentence is read from a state built by hand and handed to the grader's
 own check; the stall meter and the log reading are read on real processes.
@@ -120,7 +121,8 @@ def test_the_soft_limit_line_of_celerys_default_log_format_is_read():
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="the stall meter reads Linux's /proc")
 def test_the_stall_meter_sees_a_process_kept_waiting_for_a_core():
     """Two busy processes on one core: each waits for it about half the time, and the meter reads that wait."""
-    spin = "import os, time\nos.sched_setaffinity(0, {0})\nend = time.monotonic() + 0.6\nwhile time.monotonic() < end: pass"
+    spin = ("import os, time\nos.sched_setaffinity(0, {0})\nend = time.monotonic() + 0.6\n"
+            "while time.monotonic() < end: pass")
     with StallMeter() as meter:
         started = time.time()
         busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
@@ -129,7 +131,7 @@ def test_the_stall_meter_sees_a_process_kept_waiting_for_a_core():
             process.wait()
         # Read past their end (CI once read 0 s when the last reading no longer had the ended process).
         exited = time.time()
-        assert wait_until(lambda: meter._readings[-1][0] > exited + 0.1, time.monotonic() + 10)
+        assert wait_until(lambda: meter._times[-1] > exited + 0.1, time.monotonic() + 10)
         lost = meter.lost(started)
     assert lost >= 0.15, f"the meter read {lost:.3f} s of waiting for two processes sharing one core for 0.6 s"
     assert meter.lost(time.time() + 10) == 0.0

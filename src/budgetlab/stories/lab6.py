@@ -11,7 +11,6 @@ ended, read once, in production seconds.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -189,14 +188,16 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
         if run.finished_at is not None and run.status in (AgentRun.COMPLETED, AgentRun.FAILED):
             seconds = run.finished_at.timestamp() - started
         if watch is not None:
-            until = clock.wall_time(started + (seconds or read_after), time_scale())
-            lost = to_production(watch.meter.lost(clock.wall_time(started + promise, time_scale()), until))
+            ran = seconds or read_after
+            until = clock.wall_time(started + ran, time_scale())
             lost_running = to_production(watch.meter.lost(clock.wall_time(started, time_scale()), until))
-            fired = watch.soft_limit(run.pk)
-            # Only a limit that fired while the run was open counts (a log in another time zone would not).
-            if fired is not None and fired[0] <= promise and \
-                    started + fired[0] <= fired[1] <= started + (seconds or read_after) + 1.0:
-                soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
+            # What may excuse lateness is read only for a run that went past its promise (the log once each).
+            if ran > promise:
+                lost = to_production(watch.meter.lost(clock.wall_time(started + promise, time_scale()), until))
+                fired = watch.soft_limit(run.pk)
+                # Only a limit that fired while the run was open counts (a log in another time zone would not).
+                if fired is not None and fired[0] <= promise and started + fired[0] <= fired[1] <= started + ran + 1.0:
+                    soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
     return Ending(run_id=run.pk, status=run.status, message=run.message, steps_total=len(run.steps),
                   steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
                   seconds=seconds, waited=waited, read_after=read_after, lost=lost, counted_late=counted_late,
@@ -359,7 +360,7 @@ def prefork_children(rig, hostname: str) -> int:
     return min(size, WARM_UP_MOST)
 
 
-def warm_up(rig, queue: str, hostname: str) -> None:
+def warm_up(rig, queue: str, hostname: str, watch: Watch) -> None:
     """Have every prefork child answer one question, ungraded, before the afternoon's first.
 
     A fresh prefork child's first task pays for its start-up: the pages it
@@ -372,15 +373,14 @@ def warm_up(rig, queue: str, hostname: str) -> None:
     Threads, gevent and eventlet start nothing per task.
     """
     ask_and_wait(rig, queue, [create_question(WARM_UP_NUMBER, QUESTION_STEPS[:1])
-                              for _ in range(prefork_children(rig, hostname))], PROMISE + TOLERANCE)
+                              for _ in range(prefork_children(rig, hostname))], PROMISE + TOLERANCE, watch)
 
 
-def ask_and_wait(rig, queue: str, runs: list, allowed: float, watch: Watch | None = None) -> dict[int, float]:
+def ask_and_wait(rig, queue: str, runs: list, allowed: float, watch: Watch) -> dict[int, float]:
     """Send every run's question at once and wait until each is final or past `allowed`; return when each was sent.
 
     The outer bound only guards against a clock gone wrong: every run is decided well before it.
     """
-    watch = watch or Watch(StallMeter(), Path(os.devnull))  # unread: nothing measured, nothing excused
     sent = {run.pk: watch.send(rig, QUESTION_TASK, run.pk, queue) for run in runs}
     wait_until(lambda: all_decided(sent, allowed, watch), time.monotonic() + 2 * (to_wall(allowed) + SLACK))
     return sent
@@ -394,7 +394,7 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
                             extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
     watch.meter.watch(lambda: tree_of(tree.proc.pid))
     on_phase("worker")
-    warm_up(rig, queue, hostname)
+    warm_up(rig, queue, hostname, watch)
     afternoon = Afternoon()
 
     def ask(first: int, count: int, promise: float = PROMISE, tolerance: float = TOLERANCE) -> list[Ending]:

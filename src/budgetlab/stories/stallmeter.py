@@ -50,8 +50,10 @@ class StallMeter:
     def __init__(self) -> None:
         self._pids: Callable[[], Iterable[int]] = lambda: ()
         self._looked = 0.0  # time.monotonic() of the last look for processes; 0: look at the next reading
-        # Per reading: its wall instant (time.time), and each thread's seconds waited so far.
-        self._readings: list[tuple[float, dict[int, float]]] = []
+        # Per reading, appended in step (the counts first): its wall instant (time.time), and each thread's
+        # seconds waited so far. `lost` bisects the instants in place: a check asks it on every poll.
+        self._times: list[float] = []
+        self._counts: list[dict[int, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="budgetlab-stall-meter", daemon=True)
 
@@ -77,7 +79,8 @@ class StallMeter:
             reading = dict(reading)
             for pid in pids:
                 reading.update(_waited(pid))
-            self._readings.append((time.time(), reading))
+            self._counts.append(reading)
+            self._times.append(time.time())
 
     def lost(self, since: float, until: float | None = None) -> float:
         """Wall seconds the most kept thread waited for a core between two wall instants (`until`: now).
@@ -85,12 +88,11 @@ class StallMeter:
         Read from the last reading at or before `since` to the first at or
         after `until`, so a window is never measured short.
         """
-        readings = list(self._readings)
+        taken = len(self._times)  # readings complete so far (their counts were appended first)
         until = time.time() if until is None else until
-        if len(readings) < 2:
+        if taken < 2:
             return 0.0
-        times = [at for at, _ in readings]
-        first = max(bisect.bisect_right(times, since) - 1, 0)
-        last = min(bisect.bisect_left(times, until), len(times) - 1)
-        before, after = readings[first][1], readings[last][1]
+        first = max(bisect.bisect_right(self._times, since, hi=taken) - 1, 0)
+        last = min(bisect.bisect_left(self._times, until, hi=taken), taken - 1)
+        before, after = self._counts[first], self._counts[last]
         return max((after[tid] - before.get(tid, 0.0) for tid in after), default=0.0)
