@@ -8,10 +8,11 @@ second pass), and the run fails if any of them changed by its end.
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 
-from budgetlab.commands import testrun
+from budgetlab.commands import testplan, testrun
 
 # The sample lab is a tree of its own, driven through the CLI by tests/harness.
 collect_ignore_glob = ["harness/sample/*"]
@@ -30,52 +31,63 @@ LIVE_TESTS = {"test_stored_transcript_matches_a_fresh_run"}
 
 
 # Tests that play a lab's whole check or run and judge its verdict. They go into one pytest-xdist group per
-# core, and a group runs in one process, test after test: however many processes `make test` starts, at most
-# one such check per core runs at a time, so a verdict never rests on a busier machine than the graders are
-# proven on. The groups are the suite's largest units, which pytest-xdist hands out first; the process
-# beyond them (testrun.side_by_side) takes everything else meanwhile.
-WHOLE_CHECKS = {"test_grader_agrees_on_a_case", "test_stored_transcript_matches_a_fresh_run",
-                "test_the_solution_passes_on_these_servers",
-                "test_the_starter_fails_on_these_servers", "test_the_lab1_solution_passes_on_celery_57"}
+# core, and a group runs in one process, test after test, so that while the other tests run, one check per
+# core runs beside them. budgetlab.commands.testplan places them by the seconds tests/test_seconds.json
+# recorded, and in the first pass queues the shortest after every other test, for whichever process is free.
+WHOLE_CHECKS = testplan.WHOLE_CHECKS
 CHECK_GROUPS = testrun.check_groups()
+PASS = os.environ.get(testrun.PASS_VARIABLE) or testplan.FIRST
+SECONDS = testplan.recorded(PASS)
 
 
 # Session fixtures that cost seconds to make (a built docs site, fresh venvs): with tests side by side
 # (pytest-xdist, --dist loadgroup), the tests that share one run in one worker, so it is made once.
 SHARED_FIXTURES = {"built_site": "docs-site", "site_url": "docs-site", "chromium_browser": "docs-site",
                    "wheel": "audit-venvs", "audit_venv": "audit-venvs", "tools": "audit-venvs"}
-# Shared groups that load the cores like whole checks, with their weight in checks: Chromium's sweeps beside
-# two checks kept a lab-8 worker 20 s from its questions (rehearsal #19), so they take a check group's turn.
-# Weighed by time: in rehearsal #25 the site's tests took about as long as fifteen checks (115 s against
-# 7.6 s a check), and with a weight of five their group ended 70 s after the other.
-HEAVY_SHARED = {"docs-site": 15}
+# Shared groups that load the cores like whole checks: Chromium's sweeps beside two checks kept a lab-8
+# worker 20 s from its questions (rehearsal #19), so they take a check group's turn, weighed in seconds.
+HEAVY_SHARED = {"docs-site"}
+
+
+def _selected(items, config) -> list:
+    """Return the items `-m` keeps: pytest deselects them only after this file's hook, and only they are weighed."""
+    expression = getattr(getattr(config, "option", None), "markexpr", "")
+    if not expression:
+        return items
+    try:  # pytest's own matcher (pytest 8 and 9); should it move, every item is weighed
+        from _pytest.mark import MarkMatcher
+        from _pytest.mark.expression import Expression
+
+        compiled = Expression.compile(expression)
+        return [item for item in items if compiled.evaluate(MarkMatcher.from_markers(item.iter_markers()))]
+    except Exception:
+        return items
 
 
 # First, before pytest-xdist's own hook in its workers turns each xdist_group mark into the suffix of a nodeid
 # that its scheduler groups by: a mark added after that reaches no scheduler.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    load = [0] * CHECK_GROUPS        # the weight each check group carries so far
-    joined: dict[str, str] = {}      # a heavy shared group -> the check group it runs in
-
-    def lightest(weight: int) -> str:
-        index = load.index(min(load))
-        load[index] += weight
-        return f"whole-checks-{index + 1}"
-
+    shared: dict[int, str] = {}
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if LIVE_FIXTURES & names or getattr(item, "originalname", "") in LIVE_TESTS:
             item.add_marker(pytest.mark.stack)
         if groups := sorted({SHARED_FIXTURES[name] for name in names & SHARED_FIXTURES.keys()}):
-            group = groups[0]
-            if group in HEAVY_SHARED:
-                if group not in joined:
-                    joined[group] = lightest(HEAVY_SHARED[group])
-                group = joined[group]
-            item.add_marker(pytest.mark.xdist_group(group))
-        elif getattr(item, "originalname", "") in WHOLE_CHECKS:
-            item.add_marker(pytest.mark.xdist_group(lightest(1)))
+            shared[id(item)] = groups[0]
+            if groups[0] not in HEAVY_SHARED:
+                item.add_marker(pytest.mark.xdist_group(groups[0]))
+    plan = testplan.plan_items(
+        _selected(items, config), CHECK_GROUPS,
+        is_check=lambda item: id(item) not in shared and getattr(item, "originalname", "") in WHOLE_CHECKS,
+        shared_group=lambda item: shared[id(item)] if shared.get(id(item)) in HEAVY_SHARED else None,
+        seconds=SECONDS, with_tail=PASS == testplan.FIRST)
+    for index, units in enumerate(plan.groups):
+        for item in (item for unit in units for item in unit.items):
+            item.add_marker(pytest.mark.xdist_group(f"whole-checks-{index + 1}"))
+    if plan.tail:
+        last = {id(unit.items[0]) for unit in plan.tail}
+        items[:] = [item for item in items if id(item) not in last] + [unit.items[0] for unit in plan.tail]
 
 
 @pytest.hookimpl(optionalhook=True)  # a check's own pytest runs without pytest-xdist
@@ -86,15 +98,28 @@ def pytest_xdist_node_collection_finished(node, ids):
     test's id (`...@whole-checks-1`), which it adds in its own collection
     hook from the marks already there. The suffix silently never arrived
     while this file's hook ran after pytest-xdist's, and never does with
-    pytest 9.2 (pytest-xdist issue #1386); nothing else fails.
+    pytest 9.2 (pytest-xdist issue #1386); nothing else fails. A check
+    queued last (testplan's tail) has none by design, so only checks
+    that all came without one tell.
     """
     if node.config.getvalue("dist") != "loadgroup":
         return
-    lost = [i for i in ids if i.split("::")[-1].split("[")[0] in WHOLE_CHECKS and "@" not in i.rpartition("]")[2]]
-    if lost:
-        pytest.exit(f"pytest-xdist ignores the check groups here ({lost[0]} came without its group), so every "
+    checks = [i for i in ids if testplan.is_whole_check(testplan.test_id(i))]
+    if checks and not any("@whole-checks-" in i.rpartition("]")[2] for i in checks):
+        pytest.exit(f"pytest-xdist ignores the check groups here ({checks[0]} came without its group), so every "
                     "process would run whole checks at once: is pytest 9.2 or newer installed "
                     "(pytest-xdist issue #1386)?", returncode=3)
+
+
+# What each test took (setup, call and teardown), summed in the one process that sees every report and added,
+# when a `make test` pass ends, to the file testrun names (scripts/test_seconds.py keeps it).
+_TOOK: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if not GRADING:
+        name = testplan.test_id(report.nodeid)
+        _TOOK[name] = _TOOK.get(name, 0.0) + report.duration
 
 
 # Redis databases that get a key nobody but a person wrote: the control database and one in five others,
@@ -214,6 +239,8 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if _TOOK and not hasattr(session.config, "workerinput") and os.environ.get(testplan.SECONDS_VARIABLE):
+        testplan.add_seconds(Path(os.environ[testplan.SECONDS_VARIABLE]), _TOOK)
     planted = getattr(session.config, "_budgetlab_canaries", None)
     if planted:
         lost = _verify_and_remove(*planted)

@@ -26,6 +26,7 @@ import threading
 from dataclasses import dataclass, field
 
 from budgetlab import paths, stack
+from budgetlab.commands import testplan
 from budgetlab.errors import BudgetlabError
 from budgetlab.harness import database
 from budgetlab.stack import secrets
@@ -95,6 +96,10 @@ def _pytest(args: list[str], env: dict[str, str] | None = None, marker: str = ""
     """Run one pass: side by side, then the `alone` tests by themselves (`marker` narrows both)."""
     groups = (env or {}).get(GROUPS_VARIABLE, "")
     workers = side_by_side(int(groups) if groups.isdigit() else None)
+    # Where the pass's tests write what each took (tests/conftest.py), for scripts/test_seconds.py.
+    seconds = paths.logs_dir() / testplan.SECONDS_LOG.format((env or os.environ).get(PASS_VARIABLE) or testplan.FIRST)
+    seconds.unlink(missing_ok=True)
+    env = dict(env or os.environ, **{testplan.SECONDS_VARIABLE: str(seconds)})
     if workers == 0 or "-m" in args:
         return _pytest_once([*(["-m", marker] if marker else []), *args], env, python, out)
     within = f"({marker}) and " if marker else ""

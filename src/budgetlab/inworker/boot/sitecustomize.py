@@ -26,11 +26,12 @@ def _start() -> None:
         return
     if not 0 < factor <= 1:
         return
-    from budgetlab.inworker import housekeeping, labtime, servertime
+    from budgetlab.inworker import housekeeping, labtime, servertime, warmup
 
     labtime.install(factor, anchor)
     servertime.install()
     housekeeping.install()
+    warmup.install()
 
 
 def _chain() -> None:
