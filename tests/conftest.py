@@ -104,7 +104,7 @@ def pytest_xdist_node_collection_finished(node, ids):
     """
     if node.config.getvalue("dist") != "loadgroup":
         return
-    checks = [i for i in ids if testplan.is_whole_check(testplan.test_id(i))]
+    checks = [i for i in ids if testplan.is_whole_check(testplan.base_id(i))]
     if checks and not any("@whole-checks-" in i.rpartition("]")[2] for i in checks):
         pytest.exit(f"pytest-xdist ignores the check groups here ({checks[0]} came without its group), so every "
                     "process would run whole checks at once: is pytest 9.2 or newer installed "
@@ -118,7 +118,7 @@ _TOOK: dict[str, float] = {}
 
 def pytest_runtest_logreport(report):
     if not GRADING:
-        name = testplan.test_id(report.nodeid)
+        name = testplan.base_id(report.nodeid)
         _TOOK[name] = _TOOK.get(name, 0.0) + report.duration
 
 

@@ -10,7 +10,8 @@ first pass longer than its work:
   check, a run's transcript twice a check, so one group ended 55 s after
   the other (rehearsal of 2026-12-06: 627 s and 573 s).
 - An idle process: the other tests ended 110 s before the groups, and
-  two checks alone keep about one of the two cores busy.
+  two checks alone keep about one of the two cores busy (a lab 8 check
+  used 4.3 s of CPU in 8.7 s).
 
 So units are placed longest first, each on the group that carries the
 fewest recorded seconds, up to an equal share of the whole pass per
@@ -18,12 +19,14 @@ process; in the first pass, the checks that do not fit (the shortest)
 are queued after everything else, one by one, and whichever process runs
 out of work first takes the next. At most as many checks as the pass has
 processes then run at once, in its last minute or two, where two checks
-and the other tests ran before.
+and the other tests ran before. In the next rehearsal the three processes
+ran 496, 496 and 498 s of tests.
 
-The seconds come from a run of the suite: each pass writes what every
-test took to the logs folder (tests/conftest.py), and
-scripts/test_seconds.py keeps the first pass's in tests/test_seconds.json. A check the file does not
-know weighs as much as the median check it does; any other test, nothing.
+The seconds come from a run of the suite: each pass writes what each of
+its tests took to the logs folder (tests/conftest.py), and
+scripts/test_seconds.py keeps them in tests/test_seconds.json, a table
+per pass. A check the table does not know weighs as much as the median
+check it does; any other test, nothing.
 """
 
 from __future__ import annotations
@@ -54,9 +57,9 @@ SECONDS_LOG = "test-seconds-{}.json"
 SECONDS_VARIABLE = "BUDGETLAB_TEST_SECONDS"
 
 
-def test_id(nodeid: str) -> str:
-    """Return a test's id without pytest-xdist's group suffix (`...@whole-checks-1`)."""
-    return nodeid.split("@")[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+def base_id(nodeid: str) -> str:
+    """Return a test's id without pytest-xdist's group suffix (`...@whole-checks-1`), as pytest-xdist splits it."""
+    return nodeid.rpartition("@")[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
 
 
 def add_seconds(path: Path, seconds: dict[str, float]) -> None:
@@ -69,6 +72,7 @@ def add_seconds(path: Path, seconds: dict[str, float]) -> None:
 
 
 def is_whole_check(test: str) -> bool:
+    """Whether a test id (without its group suffix) names a whole check."""
     return test.split("::")[-1].split("[")[0] in WHOLE_CHECKS
 
 
@@ -106,15 +110,12 @@ class Plan:
     groups: list[list[Unit]]
     tail: list[Unit] = field(default_factory=list)
 
-    def loads(self) -> list[float]:
-        return [sum(unit.seconds for unit in group) for group in self.groups]
-
 
 def place(units: list[Unit], groups: int, share: float | None) -> Plan:
     """Place units longest first, each on the lightest group; with a share, a check that fits nowhere goes to the tail.
 
-    A unit of more than one test (a shared group) always goes into a
-    group: its tests share a fixture made once per process.
+    A shared group's unit always goes into a group: its tests share a
+    fixture made once per process.
     """
     plan = Plan([[] for _ in range(groups)])
     loads = [0.0] * groups
@@ -129,10 +130,10 @@ def place(units: list[Unit], groups: int, share: float | None) -> Plan:
 
 
 def share_of(all_seconds: float, processes: int, group_seconds: float, groups: int) -> float | None:
-    """Return each group's share of the pass, or None when the groups alone outweigh the other tests' process.
+    """Return each process's equal share of the pass, or None when the other tests alone take more than one.
 
-    With the other tests heavier than an equal share, the groups end first
-    anyway and a tail would only wait behind them.
+    The groups then end before the other tests' process anyway, and a
+    check queued last would only wait behind them.
     """
     share = all_seconds / processes
     return share if all_seconds - group_seconds < share * (processes - groups) else None
@@ -146,9 +147,9 @@ def plan_items(items: list, groups: int, is_check: Callable[[object], bool], sha
     how long the other tests take is then unknown.
     """
     def took(item) -> float:
-        return seconds.get(test_id(item.nodeid), 0.0)
+        return seconds.get(base_id(item.nodeid), 0.0)
 
-    known = [seconds[name] for item in items if is_check(item) and (name := test_id(item.nodeid)) in seconds]
+    known = [seconds[name] for item in items if is_check(item) and (name := base_id(item.nodeid)) in seconds]
     median = statistics.median(known) if known else 1.0
     units: list[Unit] = []
     shared: dict[str, Unit] = {}
@@ -160,7 +161,7 @@ def plan_items(items: list, groups: int, is_check: Callable[[object], bool], sha
             unit.items.append(item)
             unit.seconds += took(item)
         elif is_check(item):
-            units.append(Unit([item], seconds.get(test_id(item.nodeid), median)))
+            units.append(Unit([item], seconds.get(base_id(item.nodeid), median)))
     in_units = {id(item) for unit in units for item in unit.items}
     group_seconds = sum(unit.seconds for unit in units)
     all_seconds = (group_seconds + sum(took(item) for item in items if id(item) not in in_units)
