@@ -22,6 +22,15 @@ class Started(list):
         return self.codes.pop(0) if self.codes else 0
 
 
+@pytest.fixture(autouse=True)
+def logs(monkeypatch, tmp_path):
+    """A pass's logs (its output, its tests' seconds) go to a folder of the test's, never the checkout's."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    monkeypatch.setattr(testrun.paths, "logs_dir", lambda: folder)
+    return folder
+
+
 @pytest.fixture
 def started(monkeypatch):
     calls = Started()
@@ -57,20 +66,19 @@ def test_a_failed_half_fails_the_pass_and_nothing_left_to_run_alone_does_not(mon
     assert testrun._pytest([]) == 1
 
 
-def test_both_halves_of_a_pass_add_to_one_fresh_file_of_seconds_named_after_the_pass(monkeypatch, started, tmp_path):
+def test_both_halves_of_a_pass_add_to_one_fresh_file_of_seconds_named_after_the_pass(monkeypatch, started, logs):
     """What scripts/test_seconds.py keeps: this pass's tests only, never an earlier run's."""
     from budgetlab.commands import testplan
 
     monkeypatch.setenv("BUDGETLAB_TEST_WORKERS", "2")
-    monkeypatch.setattr(testrun.paths, "logs_dir", lambda: tmp_path)
-    old = tmp_path / testplan.SECONDS_LOG.format("external")
+    old = logs / testplan.SECONDS_LOG.format("external")
     old.write_text('{"tests/gone.py::test_gone": 9.0}')
     testrun._pytest([], {"BUDGETLAB_PASS": "external"}, marker="external")
     assert [env[testplan.SECONDS_VARIABLE] for env in started.envs] == [str(old)] * 2
     assert not old.exists()
     testplan.add_seconds(old, {"a::test_a": 1.0})
     testplan.add_seconds(old, {"b::test_b": 2.0})
-    assert testplan.recorded("x", tmp_path / "none.json") == {}
+    assert testplan.recorded("x", logs / "none.json") == {}
     assert json.loads(old.read_text()) == {"a::test_a": 1.0, "b::test_b": 2.0}
 
 
