@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,7 +31,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 from budgetlab.harness.rig import Rig
 with Rig({str(PROBE)!r}, label="interrupted") as rig:
     tree = rig.start_worker([rig.queue()], ["clock_probe"])
-    print(rig.database_name, rig.broker_url, *sorted(tree.pids()), flush=True)
+    print(rig.folder(), rig.database_name, rig.broker_url, *sorted(tree.pids()), flush=True)
     time.sleep(120)
 """
 
@@ -54,16 +55,16 @@ def lease_holder(broker_url: str) -> bytes | None:
 
 
 def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
-    """Ctrl-C while a rig's worker runs: no worker process, scratch database or Redis lease is left."""
+    """Ctrl-C while a rig's worker runs: no worker process, scratch database, Redis lease or folder is left."""
     stack.require()
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         first = proc.stdout.readline().split()
-        if len(first) < 3:
+        if len(first) < 4:
             proc.kill()
             pytest.fail(f"the rig did not start: {proc.communicate()[1][-2000:]}")
-        name, broker, *pids = first
+        folder, name, broker, *pids = first
         holder = lease_holder(broker)
         assert pids and database_exists(name) and holder, "the rig did not set up its pieces"
         proc.send_signal(signal.SIGINT)
@@ -86,6 +87,7 @@ def test_an_interrupted_rig_leaves_no_worker_database_or_lease():
     assert not [pid for pid in map(int, pids) if process.pid_alive(pid)], "a worker process outlived the rig"
     assert not database_exists(name), f"the scratch database {name} outlived the rig"
     assert lease_holder(broker) != holder, f"the Redis database {broker} is still leased by the rig"
+    assert not Path(folder).exists(), f"the rig's folder {folder} outlived the rig"
 
 
 def test_a_killed_rig_process_takes_its_worker_with_it():
@@ -94,7 +96,7 @@ def test_a_killed_rig_process_takes_its_worker_with_it():
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
     try:
-        _name, _broker, *pids = proc.stdout.readline().split()
+        folder, _name, _broker, *pids = proc.stdout.readline().split()
         pids = [int(pid) for pid in pids]
         assert len(pids) >= 2, f"the worker has no pool child to follow its master: {pids}"
         started = {pid: process.start_ticks(pid) for pid in pids}
@@ -110,15 +112,21 @@ def test_a_killed_rig_process_takes_its_worker_with_it():
             proc.wait()
     for pid in _same_processes(started):  # a failed run still leaves nothing behind
         os.kill(pid, signal.SIGKILL)
-    _free_what_a_killed_rig_held(proc.pid, _name, _broker)
+    _free_what_a_killed_rig_held(proc.pid, folder, _name, _broker)
     assert not left, f"worker processes {left} outlived the killed rig process"
 
 
-def _free_what_a_killed_rig_held(pid: int, name: str, broker_url: str) -> None:
-    """Drop the scratch database and end the lease that the SIGKILLed process could not (only if still its own)."""
+def _free_what_a_killed_rig_held(pid: int, folder: str, name: str, broker_url: str) -> None:
+    """Remove the folder, drop the scratch database and end the lease that the SIGKILLed process could not.
+
+    The lease only if it is still that process's own. The folder is the
+    rig's mkdtemp under the temporary directory (each run of the suite left
+    one, with the worker's log, until this removed it).
+    """
     import psycopg
     from psycopg import sql
 
+    shutil.rmtree(folder, ignore_errors=True)
     with psycopg.connect(stack.database_url("postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
     key = f"budgetlab:lease:{broker_url.rsplit('/', 1)[1]}"
