@@ -129,14 +129,15 @@ def place(units: list[Unit], groups: int, share: float | None) -> Plan:
     return plan
 
 
-def share_of(all_seconds: float, processes: int, group_seconds: float, groups: int) -> float | None:
+def share_of(all_seconds: float, group_seconds: float, groups: int) -> float | None:
     """Return each process's equal share of the pass, or None when the other tests alone take more than one.
 
-    The groups then end before the other tests' process anyway, and a
-    check queued last would only wait behind them.
+    A pass runs its groups and one process more. When the other tests fill
+    that one past its share, the groups end first anyway, and a check
+    queued last would only wait behind them.
     """
-    share = all_seconds / processes
-    return share if all_seconds - group_seconds < share * (processes - groups) else None
+    share = all_seconds / (groups + 1)
+    return share if all_seconds - group_seconds < share else None
 
 
 def plan_items(items: list, groups: int, is_check: Callable[[object], bool], shared_group: Callable[[object], str | None],
@@ -166,5 +167,5 @@ def plan_items(items: list, groups: int, is_check: Callable[[object], bool], sha
     group_seconds = sum(unit.seconds for unit in units)
     all_seconds = (group_seconds + sum(took(item) for item in items if id(item) not in in_units)
                    + seconds.get(REST, 0.0))
-    share = share_of(all_seconds, groups + 1, group_seconds, groups) if with_tail and seconds else None
+    share = share_of(all_seconds, group_seconds, groups) if with_tail and seconds else None
     return place(units, groups, share)
