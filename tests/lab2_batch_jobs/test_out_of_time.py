@@ -39,6 +39,21 @@ def _name(ending) -> str:
     return f"{ending.name} (its soft limit landed {where})" if where else ending.name
 
 
+def _counts_allowed(spec, written: int) -> tuple[int, ...]:
+    """The item counts a job's message may state, `written` items being in the database.
+
+    A job too big for its budget is meant to meet its limit in the model call
+    at its cut; on a busy machine its time can run out earlier, inside some
+    item's work, and then also between that item's write and the write that
+    counts it (a reference solution's count was one short so, once, in a
+    rehearsal under load). One short is then what a correct fix says too.
+    """
+    if spec.landing:
+        return (written,)
+    at_cut = CUT[spec.kind] - 1 - sum(1 for n in spec.bad_items() if n < CUT[spec.kind])
+    return (written,) if written >= at_cut else (written, written - 1)
+
+
 def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
     """A job stopped by the soft limit ends failed and says how far it got, wherever the limit lands."""
     problems, out = [], _out_of_time(workday)
@@ -53,7 +68,7 @@ def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
         elif (counts := counts_in(ending.message)) is None:
             problems.append(f"{_name(ending)} ended failed with '{ending.message}', which does not say "
                             f"how many of its {ending.items_total:,} {unit} made it in")
-        elif counts != (written, ending.items_total):
+        elif counts not in {(done, ending.items_total) for done in _counts_allowed(spec, written)}:
             problems.append(f"{_name(ending)} says '{ending.message}', but {written:,} of "
                             f"{ending.items_total:,} {unit} were written")
     stuck = sum(1 for spec in out if not workday.endings[spec].final)
