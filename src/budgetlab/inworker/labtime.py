@@ -91,6 +91,11 @@ def wall_monotonic() -> float:
     return _REAL["monotonic"]()
 
 
+def wall_time() -> float:
+    """Return the machine's own realtime clock, for probes that tell a step of the host's clock from the lab clock's."""
+    return _REAL["time"]()
+
+
 def installed() -> "Clock | None":
     """Return the clock this process runs on, or None on wall time."""
     return _installed

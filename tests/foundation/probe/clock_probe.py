@@ -17,7 +17,7 @@ import time
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab.inworker.labtime import wall_monotonic
+from budgetlab.inworker.labtime import wall_monotonic, wall_time
 from kontor.celery_app import app
 
 
@@ -52,17 +52,17 @@ def now() -> float:
 
 
 CHILD = "a child process's time.sleep"
-# Waits measured in a child process of their own, each printed as [production, wall] seconds: eventlet's
+# Waits measured in a child process of their own, each printed as [production, wall, realtime] seconds: eventlet's
 # hub and multiprocessing's processes and semaphores stay out of the worker's own process.
 CHILD_WAITS = """
 import json, multiprocessing, queue, sys, time
-from budgetlab.inworker.labtime import wall_monotonic
+from budgetlab.inworker.labtime import wall_monotonic, wall_time
 
 seconds, measured = float(sys.argv[1]), {}
 
 
 def measure(name, wait):
-    started, wall_started = time.monotonic(), wall_monotonic()
+    started, wall_started, real_started = time.monotonic(), wall_monotonic(), wall_time()
     try:
         wait()
     except (queue.Empty, TimeoutError, multiprocessing.TimeoutError):
@@ -70,7 +70,7 @@ def measure(name, wait):
     except BaseException as exc:
         if type(exc).__name__ != "Timeout":  # eventlet's
             raise
-    measured[name] = [time.monotonic() - started, wall_monotonic() - wall_started]
+    measured[name] = [time.monotonic() - started, wall_monotonic() - wall_started, wall_time() - real_started]
 
 
 def eventlet_timeout():
@@ -202,17 +202,19 @@ def _waits(seconds: float) -> tuple:
 # Its own limits, far beyond its waits: the worker's flag would give it 120 s.
 @app.task(name="probe.waits", soft_time_limit=3600, time_limit=3700)
 def waits(seconds: float) -> dict:
-    """Return, for each way of waiting, (production seconds by time.monotonic, wall seconds) it took."""
+    """Return, for each way of waiting, (production seconds by time.monotonic, wall seconds, and the seconds the
+    machine's realtime clock moved meanwhile) it took; a child's time.sleep gives the first two."""
     measured = {}
     (_peer, let_go), ways = _waits(seconds)
     try:
         for name, wait in ways.items():
-            started, wall_started = time.monotonic(), wall_monotonic()
+            started, wall_started, real_started = time.monotonic(), wall_monotonic(), wall_time()
             own = wait()
             if name == CHILD_WAITS:
                 measured.update(own)
             else:
-                measured[name] = own if name == CHILD else (time.monotonic() - started, wall_monotonic() - wall_started)
+                measured[name] = own if name == CHILD else (time.monotonic() - started, wall_monotonic() - wall_started,
+                                                            wall_time() - real_started)
     finally:
         let_go.set()
     return measured
@@ -279,11 +281,12 @@ def redis_expiry(seconds: float) -> dict:
     """
     client = redis.Redis.from_url(os.environ["KONTOR_BROKER_URL"])
     key = f"probe:lease:{os.getpid()}:{time.monotonic()}"
-    started = time.monotonic()
+    started, wall_started, real_started = time.monotonic(), wall_monotonic(), wall_time()
     client.set(key, "held", nx=True, ex=int(seconds))
     while client.exists(key):
         time.sleep(1.0)
-    return {"lived": time.monotonic() - started}
+    return {"lived": time.monotonic() - started, "waited": wall_monotonic() - wall_started,
+            "realtime": wall_time() - real_started}
 
 
 # Each way lab code sets a Redis key's expiry, every one `seconds` long.
