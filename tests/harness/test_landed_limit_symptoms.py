@@ -93,3 +93,13 @@ def test_a_busy_queue_question_that_ended_late_says_when(questions):
     said = _said(questions.test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise,
                  lab8.Afternoon(questions=[q]))
     assert said.endswith("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s"), said
+
+
+@pytest.mark.parametrize("ahead, said", [(38.0, "still queued due 38 s later"),
+                                         (-3.0, "still queued already due 3 s before the check read it")])
+def test_a_review_queued_to_run_again_says_when_that_message_is_due(ahead, said):
+    """A rerun the check read after its moment had passed (a busy machine) is said to be due already, not due -3 s later."""
+    review = lab8.Review(run_id=7, status="succeeded", answers={n: 1 for n in range(1, lab8.REVIEW_ITEMS + 1)})
+    rerun = lab8.Pending(task=lab8.REVIEW_TASK, run_id=7, eta=lab8.production_now() + ahead, expires=None)
+    problems = lab8.review_problems(lab8.Afternoon(review=review, pending=[rerun]))
+    assert any(said in problem for problem in problems), problems
