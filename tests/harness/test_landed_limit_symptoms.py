@@ -1,4 +1,4 @@
-"""The symptoms of the checks that land a limit where a model call is not (labs 3 and 8) say only what was observed.
+"""The symptoms of the checks that land a limit where a model call is not (labs 3, 6 and 8) say only what was observed.
 
 Each sentence family is read from a state built by hand and handed to the
 grader's own check, as its session fixture would hand it. No stack:
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from budgetlab.stories import lab3, lab8
+from budgetlab.stories import lab3, lab6, lab8
 from budgetlab.stories.lab3 import REMINDERS, DueInvoices, Run, Snapshot
 
 from .graders import loaded
@@ -103,3 +103,37 @@ def test_a_review_queued_to_run_again_says_when_that_message_is_due(ahead, said)
     rerun = lab8.Pending(task=lab8.REVIEW_TASK, run_id=7, eta=lab8.production_now() + ahead, expires=None)
     problems = lab8.review_problems(lab8.Afternoon(review=review, pending=[rerun]))
     assert any(said in problem for problem in problems), problems
+
+
+@pytest.fixture(scope="module")
+def review():
+    with loaded(lab6.SLUG, "test_review.py") as module:
+        yield module
+
+
+def _held_review(status="running", seconds=None, message="", items_done=1, written=True):
+    """The held review of lab 6's afternoon, as read once it was decided."""
+    ending = lab6.Ending(run_id=2, status=status, message=message, steps_total=30, steps_stored=items_done,
+                         items_done=items_done, seconds=seconds, waited=0.5)
+    return SimpleNamespace(held_review=ending, held_review_written=written)
+
+
+def test_a_review_still_running_past_its_held_write_says_so_and_how_far_it_got(review):
+    said = _said(review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count, _held_review())
+    assert said == ("run 2 was still 'running' 215 s after it started (1 of 30 steps done); the database held its "
+                    "first answer's write until 15 s past its 180 s budget (allowed: that and the tolerance of "
+                    "20 s)"), said
+
+
+def test_a_review_that_never_wrote_an_answer_is_not_said_to_have_been_held(review):
+    said = _said(review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count,
+                 _held_review(status="succeeded", seconds=190.0, items_done=0, written=False))
+    assert said == ("run 2 never wrote its first answer and ended 'succeeded' (''), as if it had worked through its "
+                    "steps"), said
+
+
+def test_a_held_review_that_miscounts_says_what_it_finished(review):
+    said = _said(review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count,
+                 _held_review(status="failed", seconds=196.0, message="timed out after 0 of 30 steps"))
+    assert said == ("run 2 ended failed with 'timed out after 0 of 30 steps'; it finished 1 of 30 steps, and its "
+                    "message should say so"), said

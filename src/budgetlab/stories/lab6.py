@@ -84,6 +84,10 @@ WARM_UP_MOST = 32
 # healthy call into the run and ends past the promise, so a soft limit of 45 s lands inside the write.
 HELD_NUMBER = -2
 HELD_SECONDS = 56.0
+# The checks' held review (see Afternoon.held_review): its first answer, written one healthy call into the
+# run, is held by the database until this many production seconds past the review's budget, so a soft
+# limit lands inside that write, and a run that no limit interrupts (threads) gets it back in time to end.
+HELD_REVIEW_PAST = 15.0
 
 
 @dataclass
@@ -125,16 +129,16 @@ def _models():
     return models
 
 
-def create_question(number: int, steps: tuple[str, ...] = QUESTION_STEPS):
-    """Create a question as Kontor's web process would, before the task is sent."""
+def create_question(number: int, steps: tuple[str, ...] = QUESTION_STEPS, pk: int | None = None):
+    """Create a question as Kontor's web process would, before the task is sent (with an id reserved earlier)."""
     m = _models()
-    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(),
+    return m.AgentRun.objects.create(id=pk, company=m.Company.objects.order_by("id").first(),
                                      goal=f"Why was invoice {1000 + number} charged twice?", steps=list(steps))
 
 
-def create_review():
+def create_review(month: str = "March"):
     m = _models()
-    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal="the month of March",
+    return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal=f"the month of {month}",
                                      steps=[f"Explain open item {n}" for n in range(1, REVIEW_STEPS + 1)])
 
 
@@ -311,6 +315,10 @@ class Afternoon:
     # database held for HELD_SECONDS, and whether its write reached the database at all.
     held: Ending | None = None
     held_written: bool = False
+    # Checks only, likewise: a second review, started with the first, whose first answer the database held
+    # until HELD_REVIEW_PAST after its budget, and whether that write reached the database at all.
+    held_review: Ending | None = None
+    held_review_written: bool = False
     held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
     review_running: bool = False  # whether the review was still running at that moment
     relapse_at: float | None = None  # production time at which the model hung again for the rest of the afternoon
@@ -324,7 +332,9 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     "done" as the afternoon moves on (the live view redraws on them).
     With `hold_a_write` (the checks) one more question is asked with the
     recovered ones, and the database holds its answer's write past the
-    promise: where a pool applies the soft limit, it lands in that write.
+    promise; a second review starts with the first, and the database holds
+    its first answer's write past its budget: where a pool applies the soft
+    limit, it lands in those writes.
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
@@ -342,12 +352,30 @@ def held_late(ending: Ending) -> str | None:
     return late(ending, PROMISE + HELD_SECONDS, TOLERANCE)
 
 
-def _hold_the_answer(run):
-    """Hold the first answer written for `run` in the database for HELD_SECONDS (a stall; see harness.stalls)."""
-    stall = stalls.Stall("lab6_held_answer", _models().AgentStep._meta.db_table, "INSERT",
-                         f"NEW.run_id = {run.pk}", seconds=round(to_wall(HELD_SECONDS), 3))
-    stalls.install([stall])
-    return stall
+def held_review_allowance() -> float:
+    """Production seconds the held review may take: its budget, the hold past it, the tolerance."""
+    return REVIEW_BUDGET + HELD_REVIEW_PAST + REVIEW_TOLERANCE
+
+
+def held_review_late(ending: Ending) -> str | None:
+    """Describe how the held review missed its allowance (see held_review_allowance); None if it kept it."""
+    return late(ending, REVIEW_BUDGET + HELD_REVIEW_PAST, REVIEW_TOLERANCE)
+
+
+def _held_answer(run_id: int, name: str, seconds: float) -> stalls.Stall:
+    """Hold the first answer written for run `run_id` in the database for `seconds` of production time (a stall;
+    see harness.stalls)."""
+    return stalls.Stall(name, _models().AgentStep._meta.db_table, "INSERT", f"NEW.run_id = {run_id}",
+                        seconds=round(to_wall(seconds), 3))
+
+
+def _reserve_run_id() -> int:
+    """Take the next AgentRun id from its sequence, for a run created later with it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [_models().AgentRun._meta.db_table])
+        return cursor.fetchone()[0]
 
 
 def prefork_children(rig, hostname: str) -> int:
@@ -405,6 +433,17 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     review = create_review()
     review_sent = watch.send(rig, REVIEW_TASK, review.pk, queue)
+    held_review = review_stall = stall = None
+    if hold_a_write:
+        held_review, held_id = create_review("February"), _reserve_run_id()
+        # Both stalls go in now: creating a trigger waits for every write in progress on the table, so once the
+        # held review's write is held, a trigger created later would wait with it (and hold up every answer).
+        # Its first answer comes one healthy call into the run; the hold ends HELD_REVIEW_PAST after its budget.
+        review_stall = _held_answer(held_review.pk, "lab6_held_review",
+                                    REVIEW_BUDGET + HELD_REVIEW_PAST - HEALTHY_LATENCY)
+        stall = _held_answer(held_id, "lab6_held_answer", HELD_SECONDS)
+        stalls.install([review_stall, stall])
+        held_review_sent = watch.send(rig, REVIEW_TASK, held_review.pk, queue)
     # The first task a fresh worker takes pays for its start-up; no question should.
     wait_until(lambda: has_started(review.pk), time.monotonic() + 10)
     on_phase("healthy")
@@ -422,11 +461,10 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     on_phase("recovered")
-    held = stall = None
+    held = None
     if hold_a_write:
         # Sent first, so its one call is answered while the provider is healthy; it is read at the end.
-        held = create_question(HELD_NUMBER, QUESTION_STEPS[:1])
-        stall = _hold_the_answer(held)
+        held = create_question(HELD_NUMBER, QUESTION_STEPS[:1], pk=held_id)
         held_sent = watch.send(rig, QUESTION_TASK, held.pk, queue)
     afternoon.after = ask(BEFORE + DURING, AFTER)
 
@@ -445,6 +483,12 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
                    time.monotonic() + 2 * (to_wall(held_allowance()) + SLACK))
         afternoon.held = read_ending(held, held_sent, PROMISE + HELD_SECONDS, watch)
         afternoon.held_written = stalls.fired(stall)
+    if held_review is not None:
+        wait_until(lambda: all_decided({held_review.pk: held_review_sent}, held_review_allowance(), watch),
+                   time.monotonic() + 2 * (to_wall(held_review_allowance()) + SLACK))
+        afternoon.held_review = read_ending(held_review, held_review_sent, REVIEW_BUDGET + HELD_REVIEW_PAST, watch)
+        afternoon.held_review_written = stalls.fired(review_stall)
+    if hold_a_write:
         stalls.release()
     on_phase("done")
     return afternoon
