@@ -28,7 +28,7 @@ class Workday:
 
 
 @pytest.fixture(scope="session")
-def workday(target_dir, django_ready, tmp_path_factory) -> Workday:
+def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
     """Run every job of the checks at once on one worker with the target's code; read how each ended.
 
     Everything is stopped and dropped before the checks look at the result,

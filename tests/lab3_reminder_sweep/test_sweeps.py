@@ -71,7 +71,7 @@ class Phases:
 
 
 @pytest.fixture(scope="module")
-def phases(target_dir, django_ready, tmp_path_factory):
+def phases(target_dir, stack_ready, tmp_path_factory):
     with Bench(target_dir, tmp_path_factory.mktemp("sweeps")) as bench:
         snapshots, nights = [bench.snapshot()], []
         for task in (OVERDUE, REMINDERS, OVERDUE, REMINDERS):

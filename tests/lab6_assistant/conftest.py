@@ -11,7 +11,7 @@ from budgetlab.stories import lab6
 
 
 @pytest.fixture(scope="session")
-def afternoon(target_dir, django_ready, tmp_path_factory) -> lab6.Afternoon:
+def afternoon(target_dir, stack_ready, tmp_path_factory) -> lab6.Afternoon:
     """Play the afternoon once; every check reads its endings, after everything has been stopped."""
     folder = tmp_path_factory.mktemp("lab6")
     with ModelService(folder, lab6.time_scale()) as service, Rig(target_dir, label="check") as rig, rig.django():

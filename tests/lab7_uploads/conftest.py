@@ -32,7 +32,7 @@ class Day:
 
 
 @pytest.fixture(scope="session")
-def day(target_dir, django_ready) -> Day:
+def day(target_dir, stack_ready) -> Day:
     """Replay the four delivery plans on two workers with the target's code; read the effects once."""
     from budgetlab.harness.rig import Rig, WorkerDidNotStart
 

@@ -13,7 +13,7 @@ from budgetlab.stories import lab8
 
 
 @pytest.fixture(scope="session")
-def afternoon(target_dir, django_ready, tmp_path_factory) -> lab8.Afternoon:
+def afternoon(target_dir, stack_ready, tmp_path_factory) -> lab8.Afternoon:
     """Play the afternoon once; every check reads its questions, calls and queued messages afterwards."""
     folder = tmp_path_factory.mktemp("lab8")
     with ModelService(folder, lab8.time_scale()) as service, Rig(target_dir, label="check") as rig, rig.django():

@@ -77,9 +77,9 @@ _SESSION_SUFFIX = uuid.uuid4().hex[:8]
 def _setup_django() -> None:
     """Configure Django before collection, so graders may import models at module level.
 
-    Nothing connects yet: the database named here never exists; the
-    `django_ready` fixture points Django at a session database of its own,
-    only in sessions that use the database.
+    Nothing connects yet: the database named here never exists. Every
+    check that reads the database does so inside a rig's `django()` block,
+    which points Django at the rig's own copy of the seeded template.
     """
     try:
         url = stack.database_url(f"{stack.database_name()}_session_{_SESSION_SUFFIX}")
@@ -89,11 +89,9 @@ def _setup_django() -> None:
 
 
 @pytest.fixture(scope="session")
-def django_ready(target_dir):
-    """The grader process's own database (a copy of the seeded template), dropped at the end."""
+def stack_ready() -> None:
+    """Fail at once, saying what to do, when a server of the stack is down."""
     stack.require()
-    with Rig(target_dir, label="session") as session, session.django():
-        yield session.database_name
 
 
 @pytest.fixture
@@ -104,7 +102,7 @@ def rig(target_dir, tmp_path):
 
 
 @pytest.fixture
-def kontor_db(django_ready, rig) -> str:
+def kontor_db(stack_ready, rig) -> str:
     """A fresh copy of the seeded database for one check; Django in this process points at it."""
     with rig.django() as url:
         yield url
