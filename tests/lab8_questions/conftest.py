@@ -25,6 +25,17 @@ def afternoon(target_dir, stack_ready, tmp_path_factory) -> lab8.Afternoon:
             raise AssertionError(f"{exc}: {lab8.last_error(rig.folder() / 'web.log')}") from None
     # What every check below rests on, kept whatever they find (see lab8.record).
     (logs_dir() / f"check-{labs.by_slug(lab8.SLUG).number}-afternoon.txt").write_text(lab8.record(afternoon))
+    return afternoon
+
+
+@pytest.fixture
+def rush(afternoon) -> lab8.Afternoon:
+    """The afternoon, for the checks about refusals: they cannot grade one whose rush never came (lab8.rush_missing).
+
+    Only they: how each question ended, and when its attempts started, is
+    the code's whatever the machine did to the rush, so a fault there
+    is still the verdict (exit 1) beside them.
+    """
     missing = lab8.rush_missing(afternoon)
     if missing:
         raise CouldNotGrade(missing)

@@ -35,9 +35,9 @@ def test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise(af
                                    "the question)")
 
 
-def test_refused_questions_are_tried_again_while_there_is_time(afternoon):
+def test_refused_questions_are_tried_again_while_there_is_time(rush):
     """A question the provider refuses is tried again while its promise leaves time, not given up at once."""
-    refused, retried = lab8.refused_and_retried(afternoon.phase("limited"))
+    refused, retried = lab8.refused_and_retried(rush.phase("limited"))
     assert len(retried) >= lab8.RETRIED_SHARE * len(refused), (
         f"only {len(retried)} of the {len(refused)} questions the provider refused while it rate-limited were "
         f"tried again within their {lab8.PROMISE:g} s; the others were told to try again, or left waiting, "
@@ -57,7 +57,7 @@ def test_retries_wait_for_what_the_provider_asks(afternoon):
     assert not problems, _problems(problems, len(afternoon.questions), "questions")
 
 
-def test_retries_do_not_come_back_in_step(afternoon):
+def test_retries_do_not_come_back_in_step(rush):
     """Questions refused together do not come back together: never more than four in five of their retries after a 429 due within the same two seconds."""
-    problem = lab8.in_step(afternoon)
+    problem = lab8.in_step(rush)
     assert problem is None, problem
