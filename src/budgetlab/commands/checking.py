@@ -85,8 +85,7 @@ class Outcome:
 
 def preflight(lab: Lab, target: Target) -> None:
     """Refuse to grade when the result would mean nothing; each reason is one line."""
-    changed = integrity.modified(labs_root(), under=f"{lab.slug}/") + [
-        name for name in integrity.modified(labs_root()) if "/" not in name]
+    changed = integrity.modified(labs_root(), under=f"{lab.slug}/", top_level=True)
     if changed:
         raise BudgetlabError(f"grader files modified ({', '.join(sorted(set(changed))[:3])}); "
                              "restore tests/ from git to be graded like everyone else")

@@ -21,11 +21,21 @@ own advice for servers that fork): the passes before the other forks, and
 the children's own collections, then skip those objects, which a child
 never frees anyway. The garbage is still collected before each fork, as
 Celery's issue asks: only what lives on is frozen.
+
+A worker master need not import the REPL of `celery amqp`: the CLI module
+imports every subcommand, and `celery.bin.amqp` registers its REPL with
+click_repl, which imports prompt_toolkit (0.12 s of a master's 0.5 s of
+CLI imports here; a lab 1 check starts ten masters). In a process started
+as `celery ... worker` a stand-in registers the same `repl` subcommand and
+imports the real click_repl only if that subcommand ever runs.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
+import sys
+import types
 
 from budgetlab.inworker import afterimport
 
@@ -33,6 +43,32 @@ from budgetlab.inworker import afterimport
 def install() -> None:
     afterimport.patch("celery.concurrency.prefork", _read_pdeathsig)
     afterimport.patch("celery.concurrency.asynpool", _freeze_before_forks)
+    if "worker" in sys.argv[1:] and "click_repl" not in sys.modules:
+        sys.modules["click_repl"] = _ReplStandIn("click_repl")
+
+
+class _ReplStandIn(types.ModuleType):
+    """click_repl for a worker master: `register_repl` as the real one, the package itself only on first use."""
+
+    @staticmethod
+    def register_repl(group, name: str = "repl") -> None:
+        import click
+
+        def repl(ctx, *args, **kwargs):
+            return _real_click_repl().repl(ctx, *args, **kwargs)
+
+        group.command(name=name)(click.pass_context(repl))
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # the import system's own questions (a package's __path__) need no REPL
+            raise AttributeError(name)
+        return getattr(_real_click_repl(), name)
+
+
+def _real_click_repl():
+    if isinstance(sys.modules.get("click_repl"), _ReplStandIn):
+        del sys.modules["click_repl"]
+    return importlib.import_module("click_repl")
 
 
 def _freeze_before_forks(module) -> None:
