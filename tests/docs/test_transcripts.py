@@ -30,12 +30,19 @@ def test_stored_transcript_matches_a_fresh_run(entry):
     )
 
 
+# A line the fresh run added that says the machine kept a check, or the whole check, from grading (a
+# transcript's masks may fold its whole output into one line, so anywhere in it).
+MACHINES_VERDICT = re.compile(r"^\+(?!\+\+ ).*could not grade", re.MULTILINE)
+
+
 def _compared(entry, *folder):
     """Compare a fresh run; a check that says the machine kept it from grading gave no verdict: once more.
 
-    Such a check exits 2, which a transcript expecting 0 or 1 reports as an
-    error rather than as a diff (rehearsal of 2026-12-06: lab8-check-starter,
-    "the rush never came (is the machine very busy?)").
+    A whole check that could not grade exits 2, which a transcript expecting
+    0 or 1 reports as an error rather than as a diff (rehearsal of
+    2026-12-06: lab8-check-starter, "the rush never came (is the machine
+    very busy?)"); a single check that could not grade beside failed ones
+    says so on its own line of the diff.
     """
     try:
         diff = transcripts.compare(entry, *folder)
@@ -43,7 +50,7 @@ def _compared(entry, *folder):
         if "could not grade" not in str(exc):
             raise
         return transcripts.compare(entry, *folder)
-    return transcripts.compare(entry, *folder) if diff and "+could not grade" in diff else diff
+    return transcripts.compare(entry, *folder) if diff and MACHINES_VERDICT.search(diff) else diff
 
 
 def test_every_included_transcript_has_a_table_entry():
@@ -208,3 +215,22 @@ def test_a_check_that_could_not_grade_is_run_once_more_and_its_second_verdict_co
     assert _compared(entry, tmp_path) is None  # run 1 could not grade, run 2 ok
     with pytest.raises(transcripts.TranscriptError, match="exited 2"):
         _compared(entry, tmp_path)  # runs 3 and 4 could not grade
+
+
+def test_a_single_check_that_could_not_grade_beside_failed_ones_is_run_once_more(tmp_path):
+    """A check line saying the machine kept that check from grading (exit 1, others failed) is no verdict either."""
+    runs = tmp_path / "runs"
+    code = (f"import pathlib; p = pathlib.Path({str(runs)!r}); n = len(p.read_text()) if p.exists() else 0; "
+            "p.write_text('x' * (n + 1)); "
+            "print('  x a check\\n      could not grade: the rush never came' if n == 1 else '  x a check')")
+    entry = _python_entry("one-ungraded", code)
+    transcripts.write(entry, tmp_path)  # run 0
+    assert _compared(entry, tmp_path) is None  # run 1: one check could not grade; run 2 as recorded
+
+
+def test_a_could_not_grade_inside_a_folded_transcript_line_is_the_machines_verdict():
+    """A transcript whose masks fold its output into one line still shows a check that could not grade."""
+    folded = "--- t.txt (stored)\n+++ budgetlab check N (now)\n@@ -1 +1 @@\n-$ x ✗ a check. ✓ b\n" \
+             "+$ x ✗ a check. could not grade: the rush never came ✓ b\n"
+    assert MACHINES_VERDICT.search(folded)
+    assert not MACHINES_VERDICT.search(folded.replace("could not grade: ", ""))
