@@ -1,4 +1,4 @@
-"""The symptoms of the checks that land a limit where a model call is not (labs 3, 6 and 8) say only what was observed.
+"""The symptoms of the checks that land a limit where a model call is not (labs 2, 3, 6 and 8) say only what was observed.
 
 Each sentence family is read from a state built by hand and handed to the
 grader's own check, as its session fixture would hand it. No stack:
@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from budgetlab.stories import lab3, lab6, lab8
+from budgetlab.inworker.clock import to_wall
+from budgetlab.stories import lab2, lab3, lab6, lab8
 from budgetlab.stories.lab3 import REMINDERS, DueInvoices, Run, Snapshot
 
 from .graders import loaded
@@ -137,3 +138,39 @@ def test_a_held_review_that_miscounts_says_what_it_finished(review):
                  _held_review(status="failed", seconds=196.0, message="timed out after 0 of 30 steps"))
     assert said == ("run 2 ended failed with 'timed out after 0 of 30 steps'; it finished 1 of 30 steps, and its "
                     "message should say so"), said
+
+
+@pytest.fixture(scope="module")
+def out_of_time():
+    with loaded(lab2.SLUG, "test_out_of_time.py") as module:
+        yield module
+
+
+def _workday(module, killed_lost: float):
+    """Lab 2's workday with every job that ran out of time ended by its soft limit, but one agent run killed."""
+    def ending(spec, **fields):
+        values = dict(spec=spec, job_id=1, status="failed", running="running", final=True, message="",
+                      items_total=spec.size, failures=[], written=[], state="FAILURE",
+                      exception="SoftTimeLimitExceeded", result_text="SoftTimeLimitExceeded()")
+        return lab2.Ending(**{**values, **fields})
+
+    endings = {spec: ending(spec) for spec in module.OUT_OF_TIME}
+    agent = next(spec for spec in lab2.OVERSIZED if spec.kind is lab2.AGENT)
+    endings[agent] = ending(agent, exception="TimeLimitExceeded", result_text="TimeLimitExceeded(360)",
+                            lost=killed_lost)
+    return SimpleNamespace(endings=endings, killed=[4242])
+
+
+def test_a_kill_while_the_worker_waited_for_a_core_between_the_limits_is_the_machines(out_of_time):
+    from budgetlab.harness.grading import CouldNotGrade
+
+    window = to_wall(lab2.AGENT.hard - lab2.AGENT.soft)  # all of it waiting for a core
+    with pytest.raises(CouldNotGrade, match=rf"killed at its 360 s hard limit .*, but the worker waited {window:.2f} s"):
+        out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(_workday(out_of_time, window))
+
+
+def test_a_kill_the_machine_did_not_cause_is_the_codes(out_of_time):
+    said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit,
+                 _workday(out_of_time, 0.1 * to_wall(lab2.AGENT.hard - lab2.AGENT.soft)))
+    assert said == ("agent run 1's task was killed at its 360 s hard limit (TimeLimitExceeded(360)); "
+                    "a hard limit ended 1 of the worker's children"), said

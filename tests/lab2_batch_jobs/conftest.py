@@ -14,6 +14,7 @@ from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories.lab2 import (FITTING, LANDINGS, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job,
                                     hard_deadline, latency_plan, read_ending, stall_of)
 from budgetlab.stories.reading import wait_until
+from budgetlab.stories.stallmeter import StallMeter
 
 # Three children for the oversized jobs, one for each landing job, two for the seven small ones.
 CONCURRENCY = len(OVERSIZED) + len(LANDINGS) + 2
@@ -35,7 +36,7 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
     so the checks compare plain values and share one run of a few seconds.
     """
     folder = tmp_path_factory.mktemp("lab2")
-    with Rig(target_dir, label="check") as rig, rig.django():
+    with Rig(target_dir, label="check") as rig, rig.django(), StallMeter() as meter:
         # The jobs that meet their limits first, so that each has a child from the start.
         jobs = {spec: create_job(spec) for spec in (*OVERSIZED, *LANDINGS, *WITH_BAD_ITEMS, *FITTING)}
         held = {spec: stall_of(spec, jobs[spec]) for spec in LANDINGS}
@@ -46,6 +47,7 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
                                     log=folder / "worker.log")
         except WorkerDidNotStart as exc:
             raise could_not_start(target_dir, exc) from None
+        meter.watch(tree.pids)
         sent_at = time.monotonic()
         results = {spec: rig.client.send_task(spec.kind.task, args=[job.pk], queue=queue)
                    for spec, job in jobs.items()}
@@ -56,7 +58,8 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
                            if r.ready() and type(r.result).__name__ == "TimeLimitExceeded")
         # The pool logs a SIGKILL a moment after it reports the hard limit; give the log time to catch up.
         wait_until(lambda: len(tree.killed_children()) >= hard_limited, time.monotonic() + 2)
-        endings = {spec: read_ending(spec, job, results[spec], landed=spec in held and stalls.fired(held[spec]))
+        endings = {spec: read_ending(spec, job, results[spec], landed=spec in held and stalls.fired(held[spec]),
+                                     meter=meter)
                    for spec, job in jobs.items()}
         # Leaving the block kills the worker at once: every task has ended or been given up on.
         return Workday(endings=endings, killed=tree.killed_children())

@@ -13,7 +13,8 @@ import importlib
 from celery.exceptions import SoftTimeLimitExceeded
 
 from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, LANDINGS, OVERSIZED
-from budgetlab.stories.reading import counts_in
+from budgetlab.harness.grading import faults_first
+from budgetlab.stories.reading import Unmeasured, counts_in
 
 OUT_OF_TIME = (*OVERSIZED, *LANDINGS)
 
@@ -84,13 +85,18 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
         if ending.state == "SUCCESS":
             problems.append(f"{_name(ending)}'s task reported SUCCESS although the job ran out of time")
         elif ending.exception == "TimeLimitExceeded":
-            problems.append(f"{_name(ending)}'s task was killed at its {hard} s hard limit ({ending.result_text})")
+            killed = f"{_name(ending)}'s task was killed at its {hard} s hard limit ({ending.result_text})"
+            problems.append(Unmeasured(f"{killed}, but the worker waited {ending.lost:.2f} s of wall time for a "
+                                       f"core between its soft and hard limits (is the machine very busy?)")
+                            if ending.kill_unmeasured() else killed)
         elif ending.state != "FAILURE":
             problems.append(f"{_name(ending)}'s task had not ended well after its {hard} s hard limit "
                             f"(state {ending.state})")
         elif ending.exception != "SoftTimeLimitExceeded":
             problems.append(f"{_name(ending)}'s task failed with {ending.result_text}, not with its soft limit")
-    said = [_said(problems)] if problems else []
+    # Kills the machine may have caused, and nothing else: could not grade (faults_first raises).
+    faults = faults_first(problems)
+    said = [_said(faults)] if faults else []
     if workday.killed:
         said.append(f"a hard limit ended {len(workday.killed)} of the worker's children")
     assert not said, "; ".join(said)

@@ -214,10 +214,15 @@ def _check_on_these_servers(lab, target: str, fail_fast: bool = False):
                                target, *(["--fail-fast"] if fail_fast else [])], capture_output=True, text=True,
                               timeout=600)
 
-    # Exit 2 is no verdict (the machine kept the check from grading): one more run, whose verdict counts,
-    # as test_grader_agrees_on_a_case does.
+    # Exit 2 is no verdict (the machine kept the check from grading): run again, as test_grader_agrees_on_a_case
+    # does, up to twice here: these passes run side by side, each a whole round of checks, and a rehearsal saw
+    # lab 8's solution meet no rush twice in a row there.
     result = once()
-    return once() if result.returncode == 2 else result
+    for _ in range(2):
+        if result.returncode != 2:
+            break
+        result = once()
+    return result
 
 
 @pytest.mark.stack

@@ -243,6 +243,19 @@ class Ending:
     ready: bool = True  # whether the task had ended when the job was read
     extra: dict = field(default_factory=dict)
     landed: bool = False  # for a landing job, whether its code reached the held write (see LANDINGS)
+    started: float | None = None  # production timestamp the job was started at (job_start), if it was
+    # Wall seconds the worker's most kept thread waited for a core between the job's soft and hard limits.
+    lost: float = 0.0
+
+    def kill_unmeasured(self) -> bool:
+        """Whether a busy machine, not the code, may have kept this task from ending before its hard limit.
+
+        Between the soft and the hard limit the handler has a few tenths of
+        a wall second on the lab clock (an agent run's 60 s are 0.3 s at
+        200x); a worker kept waiting for a core for half of that window
+        cannot be said to have used it (see stories.stallmeter).
+        """
+        return self.lost >= 0.5 * clock.to_wall(self.kind.hard - self.kind.soft)
 
     @property
     def kind(self) -> Kind:
@@ -276,7 +289,7 @@ class Ending:
         return f"{self.name}: {what}"
 
 
-def read_ending(spec: Spec, job, result, landed: bool = False) -> Ending:
+def read_ending(spec: Spec, job, result, landed: bool = False, meter=None) -> Ending:
     kind = spec.kind
     job.refresh_from_db()
     value = result.result if result.ready() else None
@@ -284,7 +297,17 @@ def read_ending(spec: Spec, job, result, landed: bool = False) -> Ending:
     return Ending(spec=spec, job_id=job.pk, status=job.status, running=kind.model.RUNNING, final=job.is_final,
                   message=job.message, items_total=job.items_total, failures=list(job.failures),
                   written=kind.written(job), state=result.state, exception=exception,
-                  result_text=repr(value) if value is not None else "", ready=result.ready(), landed=landed)
+                  result_text=repr(value) if value is not None else "", ready=result.ready(), landed=landed,
+                  started=job.started_at.timestamp() if job.started_at else None,
+                  lost=_lost_between_limits(kind, job, meter))
+
+
+def _lost_between_limits(kind: Kind, job, meter) -> float:
+    """Wall seconds the worker waited for a core between the job's soft and hard limits (0 unmeasured)."""
+    if meter is None or job.started_at is None:
+        return 0.0
+    started = job.started_at.timestamp()
+    return meter.lost(clock.wall_time(started + kind.soft), clock.wall_time(started + kind.hard))
 
 
 def hard_deadline(sent_at: float) -> float:
