@@ -204,13 +204,17 @@ def test_console_blocks_are_found_with_their_pasted_lines():
     assert console_blocks(page) == [["$ budgetlab run 1", "ready in 1.6 s"], ['--8<-- "x.txt"']]
 
 
+def _counting_entry(name, tmp_path, then):
+    """A transcript entry whose command knows its run's number, n (0 the first), and does `then` with it."""
+    runs = tmp_path / "runs"
+    return _python_entry(name, f"import pathlib, sys; p = pathlib.Path({str(runs)!r}); "
+                               f"n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); {then}")
+
+
 def test_a_check_that_could_not_grade_is_run_once_more_and_its_second_verdict_compared(tmp_path):
     """Exit 2 is no verdict; a second exit 2, or any other error, still fails."""
-    runs = tmp_path / "runs"
-    code = (f"import pathlib, sys; p = pathlib.Path({str(runs)!r}); n = len(p.read_text()) if p.exists() else 0; "
-            "p.write_text('x' * (n + 1)); "
-            "sys.exit(print('could not grade: the rush never came') or 2) if n in (1, 3, 4) else print('ok')")
-    entry = _python_entry("ungraded", code)
+    entry = _counting_entry("ungraded", tmp_path, "sys.exit(print('could not grade: the rush never came') or 2) "
+                                                  "if n in (1, 3, 4) else print('ok')")
     transcripts.write(entry, tmp_path)  # run 0: ok
     assert _compared(entry, tmp_path) is None  # run 1 could not grade, run 2 ok
     with pytest.raises(transcripts.TranscriptError, match="exited 2"):
@@ -219,11 +223,8 @@ def test_a_check_that_could_not_grade_is_run_once_more_and_its_second_verdict_co
 
 def test_a_single_check_that_could_not_grade_beside_failed_ones_is_run_once_more(tmp_path):
     """A check line saying the machine kept that check from grading (exit 1, others failed) is no verdict either."""
-    runs = tmp_path / "runs"
-    code = (f"import pathlib; p = pathlib.Path({str(runs)!r}); n = len(p.read_text()) if p.exists() else 0; "
-            "p.write_text('x' * (n + 1)); "
-            "print('  x a check\\n      could not grade: the rush never came' if n == 1 else '  x a check')")
-    entry = _python_entry("one-ungraded", code)
+    entry = _counting_entry("one-ungraded", tmp_path,
+                            "print('  x a check\\n      could not grade: the rush never came' if n == 1 else '  x a check')")
     transcripts.write(entry, tmp_path)  # run 0
     assert _compared(entry, tmp_path) is None  # run 1: one check could not grade; run 2 as recorded
 
