@@ -146,8 +146,9 @@ def out_of_time():
         yield module
 
 
-def _workday(module, killed_lost: float):
-    """Lab 2's workday with every job that ran out of time ended by its soft limit, but one agent run killed."""
+def _workday(module, killed_lost: float, written: int = 0):
+    """Lab 2's workday with every job that ran out of time ended by its soft limit, but one agent run killed
+    after writing `written` steps."""
     def ending(spec, **fields):
         values = dict(spec=spec, job_id=1, status="failed", running="running", final=True, message="",
                       items_total=spec.size, failures=[], written=[], state="FAILURE",
@@ -157,7 +158,7 @@ def _workday(module, killed_lost: float):
     endings = {spec: ending(spec) for spec in module.OUT_OF_TIME}
     agent = next(spec for spec in lab2.OVERSIZED if spec.kind is lab2.AGENT)
     endings[agent] = ending(agent, exception="TimeLimitExceeded", result_text="TimeLimitExceeded(360)",
-                            lost=killed_lost)
+                            lost=killed_lost, written=list(range(1, written + 1)))
     return SimpleNamespace(endings=endings, killed=[4242])
 
 
@@ -174,3 +175,12 @@ def test_a_kill_the_machine_did_not_cause_is_the_codes(out_of_time):
                  _workday(out_of_time, 0.1 * to_wall(lab2.AGENT.hard - lab2.AGENT.soft)))
     assert said == ("agent run 1's task was killed at its 360 s hard limit (TimeLimitExceeded(360)); "
                     "a hard limit ended 1 of the worker's children"), said
+
+
+def test_a_kill_after_steps_written_past_the_cut_is_the_codes_however_busy_the_machine(out_of_time):
+    """Code that went on after its soft limit wrote past the cut: its kill is its own, even on a busy machine."""
+    agent = next(spec for spec in lab2.OVERSIZED if spec.kind is lab2.AGENT)
+    window = to_wall(lab2.AGENT.hard - lab2.AGENT.soft)
+    said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit,
+                 _workday(out_of_time, window, written=agent.written_by_the_cut() + 1))
+    assert said.startswith("agent run 1's task was killed at its 360 s hard limit (TimeLimitExceeded(360));"), said

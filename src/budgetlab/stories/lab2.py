@@ -100,6 +100,11 @@ class Spec:
         numbers = {IMPORT: self.bad_rows, UPLOAD: UNREADABLE_FILES, AGENT: UNANSWERED_STEPS}[self.kind]
         return sorted(n for n in numbers if n <= self.size)
 
+    def written_by_the_cut(self) -> int:
+        """How many items a job too big for its budget has written when its limit lands in the model call at its cut."""
+        cut = CUT[self.kind]
+        return cut - 1 - sum(1 for n in self.bad_items() if n < cut)
+
     def where(self) -> str:
         """Say where this job's soft limit is made to land, in the story's words."""
         if self.landing == STATEMENT:
@@ -253,9 +258,12 @@ class Ending:
         Between the soft and the hard limit the handler has a few tenths of
         a wall second on the lab clock (an agent run's 60 s are 0.3 s at
         200x); a worker kept waiting for a core for half of that window
-        cannot be said to have used it (see stories.stallmeter).
+        cannot be said to have used it (see stories.stallmeter). Only for a
+        job too big for its budget that wrote nothing past its cut: code that
+        went on after its soft limit wrote more, and its kill is its own.
         """
-        return self.lost >= 0.5 * clock.to_wall(self.kind.hard - self.kind.soft)
+        return (not self.spec.landing and len(self.written) <= self.spec.written_by_the_cut()
+                and self.lost >= 0.5 * clock.to_wall(self.kind.hard - self.kind.soft))
 
     @property
     def kind(self) -> Kind:
