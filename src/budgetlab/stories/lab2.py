@@ -248,7 +248,6 @@ class Ending:
     ready: bool = True  # whether the task had ended when the job was read
     extra: dict = field(default_factory=dict)
     landed: bool = False  # for a landing job, whether its code reached the held write (see LANDINGS)
-    started: float | None = None  # production timestamp the job was started at (job_start), if it was
     # Wall seconds the worker's most kept thread waited for a core between the job's soft and hard limits.
     lost: float = 0.0
 
@@ -306,7 +305,6 @@ def read_ending(spec: Spec, job, result, landed: bool = False, meter=None) -> En
                   message=job.message, items_total=job.items_total, failures=list(job.failures),
                   written=kind.written(job), state=result.state, exception=exception,
                   result_text=repr(value) if value is not None else "", ready=result.ready(), landed=landed,
-                  started=job.started_at.timestamp() if job.started_at else None,
                   lost=_lost_between_limits(kind, job, meter))
 
 
