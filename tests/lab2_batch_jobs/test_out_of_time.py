@@ -12,8 +12,8 @@ import importlib
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, LANDINGS, OVERSIZED
 from budgetlab.harness.grading import faults_first
+from budgetlab.stories.lab2 import BAD_ROWS, CUT, IMPORT, LANDINGS, OVERSIZED
 from budgetlab.stories.reading import Unmeasured, counts_in
 
 OUT_OF_TIME = (*OVERSIZED, *LANDINGS)
