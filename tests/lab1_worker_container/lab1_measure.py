@@ -145,7 +145,7 @@ class Fleet:
     def _master_of(self, queue: str):
         # Only asked about a queue whose probe came back: its master ran it, so silence is not an answer.
         if queue not in self._masters:
-            self._masters = workers(self.client)
+            self._masters = workers(self.client, expected=self.tree.ready_hostnames())
         worker = self._masters.get(queue)
         if worker is None:
             raise CouldNotGrade(f"the master that ran the probe on '{queue}' did not answer celery inspect "

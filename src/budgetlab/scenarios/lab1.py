@@ -75,7 +75,7 @@ def _play(target_dir: Path, console: Console) -> int:
             with rig.django():
                 jobs = _run_jobs(app, tasks, tree, console)
             _print_outcomes(jobs, console)
-            found = workers(app)
+            found = workers(app, expected=tree.ready_hostnames())
             _print_settings(found, jobs, console)
             table, layers = _budget_table(app, tasks, found, _headers(app, tasks), submitted={BULK_TASK, SWEEP_TASK})
             console.print(table)
