@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.inworker.clock import to_wall
 from budgetlab.stories import lab2, lab3, lab6, lab8
 from budgetlab.stories.lab3 import REMINDERS, DueInvoices, Run, Snapshot
@@ -94,6 +95,49 @@ def test_a_busy_queue_question_that_ended_late_says_when(questions):
     said = _said(questions.test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise,
                  lab8.Afternoon(questions=[q]))
     assert said.endswith("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s"), said
+
+
+def test_a_busy_queue_question_late_by_no_more_than_its_worker_waited_for_a_core_is_the_machines(questions):
+    """The lateness is read as the machine's only when the worker's wait past the deadline covers all of it."""
+    asked = 1_000.0
+    q = lab8.Question(30, "busy", 2, asked, status="succeeded", finished=asked + 73.4, answers=1,
+                      calls=[lab8.Call(asked + 55.6, "ok", None, "q-30")], lost=9.0, lost_past_promise=9.0)
+    late = questions.test_a_question_that_waited_in_a_busy_queue_still_ends_within_its_promise
+    with pytest.raises(CouldNotGrade) as unmeasured:
+        late(lab8.Afternoon(questions=[q]))
+    assert str(unmeasured.value) == ("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s, but "
+                                     "Kontor's worker or web process waited 9 s for a core past its deadline (is the "
+                                     "machine very busy?)"), unmeasured.value
+    q.lost_past_promise = 8.0  # 73.4 s is 8.4 s past the promise and its 5 s tolerance
+    said = _said(late, lab8.Afternoon(questions=[q]))
+    assert said.endswith("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s"), said
+
+
+TRY = "The assistant could not answer just now; please try again in a minute."
+
+
+def _failed_while_healthy(number: int, lost: float) -> lab8.Question:
+    asked = 1_000.0
+    return lab8.Question(number, "healthy", number, asked, status="failed", finished=asked + 12.0, message=TRY,
+                         lost=lost)
+
+
+def test_a_healthy_question_that_failed_while_its_worker_starved_is_the_machines(questions):
+    with pytest.raises(CouldNotGrade) as unmeasured:
+        questions.test_questions_are_answered_while_the_provider_is_healthy(
+            lab8.Afternoon(questions=[_failed_while_healthy(1, lab8.STARVED)]))
+    assert str(unmeasured.value) == (f"question 1 ended 'failed' ('{TRY}') while the model was healthy, but "
+                                     "Kontor's worker or web process waited 15 s for a core while it was open (is "
+                                     "the machine very busy?)"), unmeasured.value
+
+
+def test_a_healthy_question_that_failed_beside_a_starved_one_is_the_codes(questions):
+    """The machine's symptom never hides another question's fault, nor fails the code on its own."""
+    said = _said(questions.test_questions_are_answered_while_the_provider_is_healthy,
+                 lab8.Afternoon(questions=[_failed_while_healthy(1, lab8.STARVED),
+                                           _failed_while_healthy(2, lab8.STARVED - 1)]))
+    assert said == (f"1 of 2 questions asked while the model was healthy: question 2 ended 'failed' ('{TRY}') while "
+                    "the model was healthy"), said
 
 
 @pytest.mark.parametrize("ahead, said", [(38.0, "still queued due 38 s later"),
