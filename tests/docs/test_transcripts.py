@@ -235,3 +235,15 @@ def test_a_could_not_grade_inside_a_folded_transcript_line_is_the_machines_verdi
              "+$ x ✗ a check. could not grade: the rush never came ✓ b\n"
     assert MACHINES_VERDICT.search(folded)
     assert not MACHINES_VERDICT.search(folded.replace("could not grade: ", ""))
+
+
+def test_the_lab8_starter_transcript_reads_a_retry_run_past_its_deadline_as_one_still_queued_past_it():
+    """A busy machine's longer afternoon runs the starter's retries past their deadline (a rehearsal)."""
+    entry = next(entry for entry in transcripts.TRANSCRIPTS if entry.name == "lab8-check-starter")
+    ran = ("17 of 31 questions: question 24 reached the provider 186 s after it was asked (its promise is 60 s); "
+           "question 17 was still 'running', and another attempt of it was queued to run 184 s after it was asked")
+    queued = ("17 of 31 questions: question 24 was still 'running', and another attempt of it was queued to run 186 s "
+              "after it was asked; question 17 was still 'running', and another attempt of it was queued to run 184 s "
+              "after it was asked")
+    assert transcripts.normalise(ran, entry.masks) == transcripts.normalise(queued, entry.masks)
+    assert transcripts.normalise(ran) != transcripts.normalise(queued)
