@@ -7,8 +7,14 @@ in and reads the sentence budgetlab.stories.lab7 makes of it.
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
+import pytest
+
+from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories import lab7
+
+from .graders import loaded
 
 FILES = 6
 
@@ -109,3 +115,45 @@ def test_a_worker_that_never_refused_is_not_said_to_have_refused():
         "the worker never became ready, and it had not exited either: a deployment sees no refusal")
     assert lab7.refused_how(lab7.StartAttempt(started=False, returncode=0, output="")).startswith(
         "the worker exited with status 0 before it was ready")
+
+
+def _sent_once(deliveries: int) -> lab7.Outcome:
+    """The plan that sends one message: 3 files, each booked and billed as often as the message came."""
+    calls = Counter({f"file-{n}": deliveries for n in range(1, 4)})
+    effects = lab7.Effects(upload_id=1, files=3, status="completed", items_done=3,
+                           documents=Counter({f"beleg-{n:03d}.txt": deliveries for n in range(1, 4)}),
+                           letters=deliveries, model_calls=calls)
+    return lab7.Outcome(effects=effects, deliveries=deliveries, ended=True, runs_ended=deliveries)
+
+
+@pytest.fixture(scope="module")
+def exactly_once():
+    with loaded(lab7.SLUG, "test_exactly_once.py") as module:
+        yield module
+
+
+def test_a_message_sent_once_that_came_again_inside_the_visibility_timeout_is_the_machines(exactly_once):
+    """A rehearsal's starter: half an hour of calls, an hour's visibility timeout, the message came twice."""
+    day = SimpleNamespace(once=_sent_once(2), file_seconds=600.0, visibility_timeout=3600.0)
+    with pytest.raises(CouldNotGrade) as unmeasured:
+        exactly_once.test_an_upload_delivered_once_takes_effect_once(day)
+    assert str(unmeasured.value) == (
+        "an upload whose message was sent once (delivered 2x): 3 of its 3 receipts were booked more than once "
+        "(e.g. beleg-001.txt 2x), the customer got 2 letters; the broker handed the message out again, although the "
+        "upload's 1,800 s of model calls fit inside its 3,600 s visibility timeout: the run took longer than that "
+        "(is the machine very busy?)"), unmeasured.value
+
+
+def test_a_message_sent_once_that_came_again_after_a_timeout_shorter_than_its_work_is_the_codes(exactly_once):
+    day = SimpleNamespace(once=_sent_once(2), file_seconds=600.0, visibility_timeout=900.0)
+    with pytest.raises(AssertionError) as failed:
+        exactly_once.test_an_upload_delivered_once_takes_effect_once(day)
+    assert str(failed.value).startswith("an upload whose message was sent once (delivered 2x): 3 of its 3 receipts "
+                                        "were booked more than once"), failed.value
+
+
+def test_a_message_sent_once_that_came_again_and_changed_nothing_passes(exactly_once):
+    outcome = _sent_once(1)
+    outcome.deliveries = 2
+    exactly_once.test_an_upload_delivered_once_takes_effect_once(
+        SimpleNamespace(once=outcome, file_seconds=600.0, visibility_timeout=3600.0))

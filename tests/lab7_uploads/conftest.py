@@ -29,6 +29,7 @@ class Day:
     long_budget: lab7.StartAttempt
     long_retry: lab7.StartAttempt
     visibility_timeout: float
+    file_seconds: float = MODEL_SECONDS  # the model time each file of an upload takes
 
 
 @pytest.fixture(scope="session")

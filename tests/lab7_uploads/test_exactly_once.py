@@ -10,18 +10,33 @@ from budgetlab.harness.grading import CouldNotGrade
 from budgetlab.stories import lab7
 
 
+def _once_problem(outcome: lab7.Outcome) -> str:
+    """What went wrong with the upload sent once, or '' when it took effect once."""
+    effects, upload = outcome.effects, lab7.the_upload(outcome, "once")
+    if not (outcome.ended and effects.status == "completed"):
+        return f"{upload} {lab7.where_it_stands(outcome)} with {effects.items_done} of {effects.files} files done"
+    if problem := lab7.repeated(outcome, "once"):
+        return problem
+    if effects.missing_files:
+        return f"{upload} stored {len(effects.documents)} of {effects.files} receipts"
+    if effects.letters != 1:
+        return f"{upload} sent {effects.letters} letters"
+    if effects.total_calls != effects.files:
+        return f"{upload} billed {lab7.model_calls(effects.total_calls)} for its {effects.files} files"
+    return ""
+
+
 def test_an_upload_delivered_once_takes_effect_once(day):
     """A message delivered once stores every receipt once, bills every file once and sends one letter."""
     outcome = day.once
-    effects, upload = outcome.effects, lab7.the_upload(outcome, "once")
-    assert outcome.ended and effects.status == "completed", (
-        f"{upload} {lab7.where_it_stands(outcome)} with {effects.items_done} of {effects.files} files done")
-    problem = lab7.repeated(outcome, "once")
+    problem = _once_problem(outcome)
+    # A message the broker handed out again on its own was not delivered once: on a busy machine, with the
+    # starter's hour, a rehearsal's upload of half an hour's calls came twice.
+    machine = lab7.came_again_on_a_busy_machine(outcome, outcome.effects.files * day.file_seconds,
+                                                day.visibility_timeout)
+    if problem and machine:
+        raise CouldNotGrade(f"{problem}; {machine}")
     assert not problem, problem
-    assert effects.missing_files == 0, f"{upload} stored {len(effects.documents)} of {effects.files} receipts"
-    assert effects.letters == 1, f"{upload} sent {effects.letters} letters"
-    assert effects.total_calls == effects.files, (
-        f"{upload} billed {lab7.model_calls(effects.total_calls)} for its {effects.files} files")
 
 
 def test_a_second_delivery_while_the_first_run_works_changes_nothing(day):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from budgetlab import labs
-from budgetlab.stories.reading import wait_until
+from budgetlab.stories.reading import Unmeasured, wait_until
 
 SLUG = labs.slug_of(7)
 TASK = "kontor.uploads.process_upload"
@@ -388,6 +388,17 @@ def repeated(outcome: Outcome, plan: str) -> str:
     if not problems:
         return ""
     return f"{the_upload(outcome, plan)}: " + ", ".join(problems)
+
+
+def came_again_on_a_busy_machine(outcome: Outcome, planned: float, visibility_timeout: float) -> Unmeasured | None:
+    """Say so when a message sent once came again although the upload's `planned` production seconds of model
+    calls fit inside the broker's visibility timeout: only a run that a busy machine stretched past that timeout
+    is handed out again then; None when it came once, or the timeout is shorter than the planned work."""
+    if outcome.deliveries <= 1 or planned >= visibility_timeout:
+        return None
+    return Unmeasured(f"the broker handed the message out again, although the upload's {planned:,.0f} s of model "
+                      f"calls fit inside its {visibility_timeout:,.0f} s visibility timeout: the run took longer than "
+                      "that (is the machine very busy?)")
 
 
 def where_it_stands(outcome: Outcome) -> str:
