@@ -124,6 +124,20 @@ def test_every_way_of_setting_a_redis_expiry_lives_its_production_seconds(probe_
     assert not problems, f"keys given {LEASE} production seconds: " + "; ".join(problems)
 
 
+# A Redis reply this late, in wall seconds: longer than a time-out of redis-py's default 5 production seconds (or
+# the socket floor under it) would wait on the lab clock, far shorter than the 5 wall seconds it waits in production.
+SLOW_REPLY = 0.3
+
+
+def test_redis_clients_wait_for_a_slow_reply_as_long_as_in_production(probe_worker, celery_client, queue_name):
+    """redis-py's default time-outs, blocking and asyncio, keep their wall seconds: a reply a busy machine delays
+    0.3 s is no time-out (a rehearsal's probe failed with redis.exceptions.TimeoutError)."""
+    result = celery_client.send_task("probe.slow_redis_replies", args=[SLOW_REPLY], queue=queue_name)
+    assert settled(result, 60), "the probe did not come back"
+    assert result.state == "SUCCESS", f"the probe failed: {result.result!r}"
+    assert result.result == {"blocking": "PONG", "asyncio": "PONG"}, f"a reply {SLOW_REPLY} s late: {result.result}"
+
+
 def test_a_redis_key_expires_on_the_lab_clock(probe_worker, celery_client, queue_name):
     """A key set with SET NX EX lives its production seconds, a twenty-minute lease 6 s of wall time here."""
     result = celery_client.send_task("probe.redis_expiry", args=[1200], queue=queue_name)

@@ -1,4 +1,4 @@
-"""Celery's and kombu's guards against a slow machine keep their wall seconds on the lab clock.
+"""The client libraries' guards against a slow machine keep their wall seconds on the lab clock.
 
 A few waits in the worker are not part of any budget: they bound how
 long the machine itself may take (a new pool child to say it is up, a
@@ -13,13 +13,23 @@ in production, expressed in the production seconds the process now reads:
 - kombu's BRPOP poll (1 s) and its health checks (25 s), which also decide
   when a BRPOP that has not answered counts as a dead connection;
 - psycopg's wait for a new PostgreSQL connection (connect_timeout, 130 s
-  unless the connection string says otherwise).
+  unless the connection string says otherwise);
+- redis-py's time-outs for a connection and for each reply, in its blocking
+  and its asyncio client (5 s each by default: redis/_defaults.py:7 in 8.2.0; Celery's Redis
+  result backend sets 120 s). Compressed, a default blocking client gave up
+  on a reply after the socket floor's 0.1 wall seconds and an asyncio one
+  after a few milliseconds, which a loaded machine exceeds (a rehearsal's
+  clock probe failed with redis.exceptions.TimeoutError); lab 7's Redis
+  leases use such a client.
 
 Everything a lab teaches (time limits, visibility timeouts, the restore
 sweep, retries, a task's own waits) stays on the lab clock.
 """
 
 from __future__ import annotations
+
+import functools
+import inspect
 
 from budgetlab.inworker import afterimport, labtime
 
@@ -31,6 +41,8 @@ def install() -> None:
     afterimport.patch("celery.concurrency.asynpool", lambda module: _asynpool(module, clock))
     afterimport.patch("kombu.transport.redis", lambda module: _kombu_redis(module, clock))
     afterimport.patch("psycopg.conninfo", lambda module: _psycopg_conninfo(module, clock))
+    afterimport.patch("redis.connection", lambda module: _redis_connection(module, clock))
+    afterimport.patch("redis.asyncio.connection", lambda module: _redis_connection(module, clock))
 
 
 def _asynpool(module, clock: labtime.Clock) -> None:
@@ -56,3 +68,23 @@ def _psycopg_conninfo(module, clock: labtime.Clock) -> None:
 
     # psycopg.connection imports the function by name, after this module: it gets this one.
     module.timeout_from_conninfo = connect_timeout
+
+
+# The time-outs a redis-py connection takes (keyword arguments: its pool passes them so).
+_REDIS_TIMEOUTS = ("socket_timeout", "socket_connect_timeout")
+
+
+def _redis_connection(module, clock: labtime.Clock) -> None:
+    cls = module.AbstractConnection
+    init = cls.__init__
+    parameters = inspect.signature(init).parameters
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        for name in _REDIS_TIMEOUTS:
+            value = kwargs.get(name, parameters[name].default if name in parameters else None)
+            if isinstance(value, (int, float)) and value > 0:
+                kwargs[name] = clock.production(value)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__

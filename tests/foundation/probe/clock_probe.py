@@ -13,12 +13,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from budgetlab.inworker.labtime import wall_monotonic, wall_time
+from budgetlab.inworker.labtime import installed, wall_monotonic, wall_time
 from kontor.celery_app import app
+
+CLOCK = installed()
 
 
 @app.task(name="probe.linger", soft_time_limit=600, time_limit=900)
@@ -56,7 +59,7 @@ CHILD = "a child process's time.sleep"
 # hub and multiprocessing's processes and semaphores stay out of the worker's own process.
 CHILD_WAITS = """
 import json, multiprocessing, queue, sys, time
-from budgetlab.inworker.labtime import wall_monotonic, wall_time
+from budgetlab.inworker.labtime import installed, wall_monotonic, wall_time
 
 seconds, measured = float(sys.argv[1]), {}
 
@@ -348,3 +351,89 @@ def redis_expiries(seconds: int) -> dict:
         time.sleep(1.0)
     client.delete(*keys.values())
     return {"readings": readings, "lived": {name: lived.get(name) for name in keys}}
+
+
+def _slow_redis(delay: float) -> tuple[int, Callable[[], None]]:
+    """Serve the Redis protocol on a free loopback port, answering every command +PONG `delay` wall seconds late.
+
+    A reply that late is what a busy machine makes of a real server's
+    millisecond; its time here is real: the server sleeps on the lab
+    clock for `delay` converted to production seconds.
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def commands(buffer: bytes) -> tuple[list[bytes], bytes]:
+        """Read the whole RESP arrays at the start of `buffer`; return each one's command name and what is left."""
+        names = []
+        while buffer.startswith(b"*") and b"\r\n" in buffer:
+            head, rest = buffer.split(b"\r\n", 1)
+            words = []
+            for _ in range(int(head[1:])):
+                if b"\r\n" not in rest:
+                    return names, buffer
+                size, rest = rest.split(b"\r\n", 1)
+                if len(rest) < int(size[1:]) + 2:
+                    return names, buffer
+                words.append(rest[:int(size[1:])])
+                rest = rest[int(size[1:]) + 2:]
+            names, buffer = names + [words[0].upper() if words else b""], rest
+        return names, buffer
+
+    def serve(connection: socket.socket) -> None:
+        with connection:
+            buffer = b""
+            while chunk := connection.recv(4096):
+                names, buffer = commands(buffer + chunk)
+                for name in names:
+                    time.sleep(CLOCK.production(delay))
+                    # No HELLO: the client falls back to RESP2, whose every other reply here is a status.
+                    connection.sendall(b"-ERR unknown command\r\n" if name == b"HELLO" else b"+PONG\r\n")
+
+    def accept() -> None:
+        try:
+            while True:
+                connection, _ = listener.accept()
+                threading.Thread(target=serve, args=(connection,), daemon=True).start()
+        except OSError:  # closed: the probe is over
+            return
+
+    def stop() -> None:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone would not)
+        listener.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener.getsockname()[1], stop
+
+
+@app.task(name="probe.slow_redis_replies", soft_time_limit=20000, time_limit=21000)
+def slow_redis_replies(delay: float) -> dict:
+    """PING a Redis whose replies come `delay` wall seconds late, with redis-py's blocking and asyncio clients at
+    their default time-outs; return what each said ("PONG" or the error)."""
+    port, stop = _slow_redis(delay)
+    said = {}
+    try:
+        client = redis.Redis(port=port)
+        try:
+            client.ping()
+            said["blocking"] = "PONG"
+        except redis.RedisError as exc:
+            said["blocking"] = repr(exc)
+        finally:
+            client.close()
+
+        async def ping() -> str:
+            import redis.asyncio
+
+            client = redis.asyncio.Redis(port=port)
+            try:
+                await client.ping()
+                return "PONG"
+            except redis.RedisError as exc:
+                return repr(exc)
+            finally:
+                await client.aclose()
+
+        said["asyncio"] = asyncio.run(ping())
+    finally:
+        stop()
+    return said
