@@ -744,7 +744,8 @@ def record(afternoon: Afternoon) -> str:
         queued = " ".join(f"{eta - q.asked:.1f}" for eta in q.retries_queued)
         took = f"{q.took:.1f}" if q.took is not None else "-"
         lines.append(f"{q.name} ({q.phase}) {q.status} after {took} s; calls {calls or '-'}; retries due "
-                     f"{queued or '-'}; waited for a core {q.lost:.1f} s, past the deadline {q.lost_past_promise:.1f} s")
+                     f"{queued or '-'}; waited for a core {q.lost:.1f} s, past the deadline "
+                     f"{q.lost_past_promise:.1f} s")
     return "\n".join(lines) + "\n"
 
 
@@ -894,14 +895,57 @@ def retries_in_step(afternoon: Afternoon) -> tuple[int, int, float, int]:
     return worst
 
 
+def retry_wait_bounds(afternoon: Afternoon) -> dict[int, list[tuple[float, float]]]:
+    """Return, for each retry number, the bounds of each retry-after-a-429's wait as its code chose it.
+
+    The wait a Celery retry's code chose lies between the two readings of
+    retry_delays: no longer than from the refusal (the worker met the 429
+    later, on a busy machine), no shorter than from the moment its message
+    left (the code chose the wait before it sent the message).
+    """
+    bounds: dict[int, list[tuple[float, float]]] = {}
+    for q in afternoon.questions:
+        for number, before, start in q.retries():
+            if before.behaviour == "rate_limit":
+                readings = (start - q.retries_sent.get(start, before.at), start - before.at)
+                bounds.setdefault(number, []).append((min(readings), max(readings)))
+    return bounds
+
+
+def could_be_in_step(afternoon: Afternoon) -> Unmeasured | None:
+    """Say so when the waits' bounds leave room for more than STEP_SHARE of one retry number's retries (at least
+    STEP_MINIMUM) to have been chosen within one STEP_WINDOW; None when they do not.
+
+    Retries that in_step finds spread out may still have been in step: a
+    busy machine that delays a child between a 429 and its next send
+    spreads both readings of the same fixed wait (a rehearsal's doubling
+    without jitter, chosen 10 s each, read 7.0 to 12.8 s). Then the
+    check cannot tell, and says so instead of passing the code.
+    """
+    for number, found in sorted(retry_wait_bounds(afternoon).items()):
+        if len(found) < STEP_MINIMUM:
+            continue
+        most = max(sum(1 for low, high in found if low <= start + STEP_WINDOW and high >= start)
+                   for start in [low for low, _ in found] + [high - STEP_WINDOW for _, high in found])
+        if most > STEP_SHARE * len(found):
+            return Unmeasured(f"the questions' {_ordinal(number)} retries after a 429 spread out as read, but a busy "
+                              f"machine delayed the worker between the refusals and the sends so much that {most} of "
+                              f"{len(found)} of them may have been chosen within the same {STEP_WINDOW:g} seconds (is "
+                              "the machine very busy?)")
+    return None
+
+
+def _ordinal(number: int) -> str:
+    return {1: "first", 2: "second", 3: "third"}.get(number, f"{number}th")
+
+
 def in_step(afternoon: Afternoon) -> str | None:
     """Describe retries that came back in step; None when they spread out."""
     most, total, shortest, number = retries_in_step(afternoon)
     if total and most > STEP_SHARE * total:
-        which = {1: "first", 2: "second", 3: "third"}.get(number, f"{number}th")
-        return (f"{most} of {total} questions' {which} retries after a 429 waited between {shortest:.0f} and "
-                f"{shortest + STEP_WINDOW:.0f} s: questions the provider refused together came back "
-                "together, and were refused together again")
+        return (f"{most} of {total} questions' {_ordinal(number)} retries after a 429 waited between "
+                f"{shortest:.0f} and {shortest + STEP_WINDOW:.0f} s: questions the provider refused together came "
+                "back together, and were refused together again")
     return None
 
 
