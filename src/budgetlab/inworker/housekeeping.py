@@ -15,12 +15,12 @@ in production, expressed in the production seconds the process now reads:
 - psycopg's wait for a new PostgreSQL connection (connect_timeout, 130 s
   unless the connection string says otherwise);
 - redis-py's time-outs for a connection and for each reply, in its blocking
-  and its asyncio client (5 s each by default: redis/_defaults.py:7 in 8.2.0; Celery's Redis
-  result backend sets 120 s). Compressed, a default blocking client gave up
-  on a reply after the socket floor's 0.1 wall seconds and an asyncio one
-  after a few milliseconds, which a loaded machine exceeds (a rehearsal's
-  clock probe failed with redis.exceptions.TimeoutError); lab 7's Redis
-  leases use such a client.
+  and its asyncio client (5 s each by default, redis/_defaults.py:7 in
+  8.2.0; Celery's Redis result backend sets 120 s). Compressed, a default
+  blocking client gave up on a reply after the socket floor's 0.1 wall
+  seconds and an asyncio one after a few milliseconds, which a loaded
+  machine exceeds (a rehearsal's clock probe failed with
+  redis.exceptions.TimeoutError); lab 7's Redis leases use such a client.
 
 Everything a lab teaches (time limits, visibility timeouts, the restore
 sweep, retries, a task's own waits) stays on the lab clock.

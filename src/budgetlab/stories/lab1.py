@@ -90,9 +90,9 @@ def workers(app, patience: float = 30.0, expected: Iterable[str] = (), wait: flo
     Each of the four questions waits `wait` seconds for the replies, or
     until as many came as masters are `expected` (five when none are). A
     master that a busy machine kept from answering one of them in time is
-    asked again,
-    for up to `patience` seconds, so that a late reply never reads as a
-    master with no limits; a master that never answers them all is left out.
+    asked again, for up to `patience` seconds, so that a late reply never
+    reads as a master with no limits; a master that never answers them all
+    is left out.
     The masters `expected` (hostnames known to run, from their "ready."
     lines) are asked again the same way, even one that has answered nothing
     yet. While no master has answered at all, every question is asked again.
