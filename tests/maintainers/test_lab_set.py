@@ -11,15 +11,11 @@ import pytest
 
 from budgetlab import integrity, labs, variants
 from budgetlab.commands import views
+from budgetlab.harness.grading import AGAIN_WITHOUT_VERDICT
 from budgetlab.paths import repo_root
 
 ROOT = repo_root()
 LABS = labs.load(ROOT)
-# Exit 2 is no verdict (the machine kept the check from grading: a rush a loaded machine never sent, a late kill):
-# a check that says so runs again, up to this many times more, and the last verdict counts. Twice: the tests that
-# run checks share the machine with other checks, and CI saw a lab 1 alternative's masters answer too late twice in
-# a row (2026-12-06), a rehearsal lab 8's solution meet no rush twice in a row.
-AGAIN_WITHOUT_VERDICT = 2
 
 
 def lab_files(tree: str, lab: labs.Lab) -> set[str]:

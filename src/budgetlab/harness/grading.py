@@ -32,6 +32,12 @@ class CouldNotGrade(Exception):
     """The check could not run at all (for example the learner's module does not import)."""
 
 
+# How many more times the suite runs a check that said it could not grade (exit 2, or one check's line) before the
+# last verdict counts: its tests run checks beside other checks, and CI saw a lab 1 alternative's masters answer too
+# late twice in a row (2026-12-06), rehearsals lab 8's rush fail to come twice in a row.
+AGAIN_WITHOUT_VERDICT = 2
+
+
 class CheckStalled(BaseException):
     """A check ran far past its lab's limits; a BaseException, so lab code's `except Exception` cannot swallow it."""
 
