@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from budgetlab import labs
@@ -858,15 +858,21 @@ def retry_delays(afternoon: Afternoon, chosen: bool = False) -> dict[int, list[f
     With `chosen`, a Celery retry's wait is the one its code chose, from the moment it sent the
     message: a busy machine's delay between the refusal and the send cannot spread that one.
     """
-    def wait(q: Question, refused: float, due: float) -> float:
-        return due - q.retries_sent.get(due, refused) if chosen else due - refused
-
     delays: dict[int, list[float]] = {}
+    for number, from_send, from_refusal in _waits_after_a_429(afternoon):
+        delays.setdefault(number, []).append(from_send if chosen else from_refusal)
+    return {number: sorted(found) for number, found in delays.items()}
+
+
+def _waits_after_a_429(afternoon: Afternoon) -> Iterator[tuple[int, float, float]]:
+    """Yield each retry after a 429 as (its number, its wait from the moment its message left, from the refusal).
+
+    A retry with no note of its message (made inside a task) waited from the refusal either way.
+    """
     for q in afternoon.questions:
         for number, before, start in q.retries():
             if before.behaviour == "rate_limit":
-                delays.setdefault(number, []).append(wait(q, before.at, start))
-    return {number: sorted(found) for number, found in delays.items()}
+                yield number, start - q.retries_sent.get(start, before.at), start - before.at
 
 
 def retries_in_step(afternoon: Afternoon) -> tuple[int, int, float, int]:
@@ -904,11 +910,8 @@ def retry_wait_bounds(afternoon: Afternoon) -> dict[int, list[tuple[float, float
     left (the code chose the wait before it sent the message).
     """
     bounds: dict[int, list[tuple[float, float]]] = {}
-    for q in afternoon.questions:
-        for number, before, start in q.retries():
-            if before.behaviour == "rate_limit":
-                readings = (start - q.retries_sent.get(start, before.at), start - before.at)
-                bounds.setdefault(number, []).append((min(readings), max(readings)))
+    for number, *readings in _waits_after_a_429(afternoon):
+        bounds.setdefault(number, []).append((min(readings), max(readings)))
     return bounds
 
 
