@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from django.db import DatabaseError
 
-from budgetlab.scenarios.lab5 import verdict, workload_note
+from budgetlab.scenarios.lab5 import Reading, fits, rate_bounds, verdict, workload_note
 from budgetlab.stories.lab5 import SLUG
 
 from .graders import loaded
@@ -171,3 +171,28 @@ def test_the_runs_lines_say_what_scan_delta_ran_and_what_the_sampler_returned():
     assert workload_note(2, 1980) == "[yellow]scan_delta ran its workload 2 times; the load ran 1980 scans in all[/]"
     assert "did not return what PostgreSQL counted" in verdict(False)
     assert "agrees with PostgreSQL" in verdict(True)
+
+
+def _readings(*moments: tuple[float, int]) -> list[Reading]:
+    """(time, counter) pairs as the run's witness would have read them, each read taking a millisecond."""
+    return [Reading(at, count, at + 0.001) for at, count in moments]
+
+
+def test_a_rate_sampled_late_on_a_busy_machine_is_judged_against_what_was_counted_while_it_sampled():
+    """Woken 0.25 s late in a 990/s burst, the sampler's true figure is 25 % off the run's own planned-moment sample."""
+    burst_then_quiet = _readings((0.0, 0), (0.002, 0), (1.25, 1238), (1.252, 1240), (2.0, 1270), (2.002, 1270))
+    bounds = rate_bounds(burst_then_quiet, 1.0)
+    assert len(bounds) == 2
+    first, second = bounds
+    assert fits(1238 / 1.25, first) and fits(1238 / 1.0, first), first  # divided by the time it measured, or planned
+    assert fits((1270 - 1238) / 0.75, second) and fits(1270 - 1238, second), second
+    assert not fits(0, first) and not fits(0.0, second), "a frozen snapshot's zero is never what was counted"
+    assert not fits(1270 / 2, second), "the average over both windows is not the quiet window's rate"
+    assert not fits("990", first), "a rate that is not a number"
+
+
+def test_a_sampler_that_did_not_wait_once_per_window_cannot_be_placed():
+    """The starter waits once for all its windows: the run then compares it with its own samples instead."""
+    assert rate_bounds(_readings((0.0, 0), (0.001, 0)), 1.0) is None
+    assert rate_bounds(_readings((0.0, 0), (0.001, 0), (6.0, 3000)), 1.0) is None
+    assert len(rate_bounds(_readings((0.0, 0), (0.001, 0), (6.0, 3000), (6.001, 3000)), 1.0)) == 1
