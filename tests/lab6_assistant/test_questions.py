@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from budgetlab.harness.grading import faults_first
-from budgetlab.stories.lab6 import HELD_SECONDS, PROMISE, TOLERANCE, TRY_AGAIN, held_late, late, unless_starved
-
-
-def _answered(ending) -> bool:
-    return ending.status == "succeeded" and ending.steps_stored == ending.steps_total
+from budgetlab.stories.lab6 import (HELD_SECONDS, PROMISE, TOLERANCE, TRY_AGAIN, answered, healthy_miss, held_late,
+                                    late)
 
 
 def test_questions_are_answered_while_the_provider_is_healthy(afternoon):
@@ -16,11 +13,11 @@ def test_questions_are_answered_while_the_provider_is_healthy(afternoon):
     for ending in afternoon.before:
         if late(ending, PROMISE):
             problems.append(late(ending, PROMISE))
-        elif not _answered(ending):
-            problems.append(unless_starved(ending, f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
-                                           f"{ending.steps_stored} of {ending.steps_total} answers while the model "
-                                           "was healthy"))
-    problems = faults_first(problems)
+        elif not answered(ending):
+            problems.append(healthy_miss(ending, f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
+                                         f"{ending.steps_stored} of {ending.steps_total} answers while the model "
+                                         "was healthy", afternoon.before))
+    problems = faults_first(problem for problem in problems if problem is not None)
     assert not problems, f"{len(problems)} of {len(afternoon.before)} questions: " + "; ".join(problems[:3])
 
 
@@ -47,8 +44,9 @@ def test_no_call_outlives_its_question_and_the_assistant_recovers(afternoon):
         f"once the slow spell's questions were over or past their promise, the worker still held "
         f"{afternoon.held_after_spell} calls open to the model{' besides the review' if afternoon.review_running else ''}"
         f" {TOLERANCE:g} s later: threads waiting on answers nobody is waiting for")
-    problems = faults_first(late(e, PROMISE) or unless_starved(e, f"{e.name} ended '{e.status}' ('{e.message}')")
-                            for e in afternoon.after if late(e, PROMISE) or not _answered(e))
+    problems = faults_first(problem for problem in (
+        late(e, PROMISE) or healthy_miss(e, f"{e.name} ended '{e.status}' ('{e.message}')", afternoon.after)
+        for e in afternoon.after if late(e, PROMISE) or not answered(e)) if problem is not None)
     assert not problems, (f"{len(problems)} of {len(afternoon.after)} questions asked after the model recovered "
                           "were not answered in time: " + "; ".join(problems[:3]))
 
@@ -64,5 +62,5 @@ def test_a_question_whose_answer_the_database_holds_still_ends(afternoon):
         assert TRY_AGAIN.search(ending.message), (
             f"{ending.name} failed with '{ending.message}' after {held}, which does not tell the person to try again")
     else:
-        assert _answered(ending), (f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
+        assert answered(ending), (f"{ending.name} ended '{ending.status}' ('{ending.message}') with "
                                    f"{ending.steps_stored} of {ending.steps_total} answers after {held}")

@@ -23,7 +23,7 @@ from budgetlab.harness import stalls
 from budgetlab.harness.workers import FAST_FLAGS, tree_of, unique_hostname
 from budgetlab.inworker import clock
 from budgetlab.stories.reading import Unmeasured, wait_until
-from budgetlab.stories.stallmeter import StallMeter
+from budgetlab.stories.stallmeter import DatabaseBackends, StallMeter
 
 SLUG = labs.slug_of(6)
 MODULES = [f"{SLUG}.assistant", f"{SLUG}.review"]
@@ -103,7 +103,8 @@ class Ending:
     seconds: float | None  # production seconds from the run's start to its final write
     waited: float | None  # production seconds from sending the task until a thread started it (None: never)
     # Production seconds from the run's start to the moment it was read (None: it never started). What a busy
-    # machine can have added, in production seconds: the most any thread of the worker waited for a core from the
+    # machine can have added, in production seconds: the most any thread of the worker or of the model service
+    # waited for a core from the
     # run's promise to its ending or that moment (see StallMeter); and how long after the run's start the pool began
     # counting a soft limit no longer than the promise, where the worker logged one firing for it.
     read_after: float | None = None
@@ -112,6 +113,8 @@ class Ending:
     soft_limit: float | None = None
     started: float | None = None  # production timestamp of its start
     lost_running: float = 0.0  # as `lost`, from the run's start
+    # Production seconds from the question's creation (when the person asked it) to its final write; None: not final.
+    asked_for: float | None = None
 
     @property
     def name(self) -> str:
@@ -182,7 +185,7 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
     AgentRun, AgentStep = _models().AgentRun, _models().AgentStep
     read_at = time.time()
     run.refresh_from_db()
-    seconds = waited = read_after = soft_limit = None
+    seconds = waited = read_after = soft_limit = asked_for = None
     lost = counted_late = lost_running = 0.0
     if run.started_at is not None:
         # The worker writes its timestamps on the lab clock; `sent_at` is the grader's wall time.
@@ -191,6 +194,8 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
         read_after = clock.production_time(read_at, time_scale()) - started
         if run.finished_at is not None and run.status in (AgentRun.COMPLETED, AgentRun.FAILED):
             seconds = run.finished_at.timestamp() - started
+            # Both on lab 6's clock: this process created the question, the worker wrote its end.
+            asked_for = run.finished_at.timestamp() - run.created_at.timestamp()
         if watch is not None:
             ran = seconds or read_after
             until = clock.wall_time(started + ran, time_scale())
@@ -206,7 +211,7 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                   steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
                   seconds=seconds, waited=waited, read_after=read_after, lost=lost, counted_late=counted_late,
                   soft_limit=soft_limit, started=None if run.started_at is None else run.started_at.timestamp(),
-                  lost_running=lost_running)
+                  lost_running=lost_running, asked_for=asked_for)
 
 
 def has_started(run_id: int) -> bool:
@@ -277,17 +282,45 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
             added.append(f"the pool began counting its {ending.soft_limit:g} s soft limit {ending.counted_late:.0f} s "
                          "after the run started")
         if ending.lost:
-            added.append(f"the worker waited {ending.lost:.0f} s for a core after its promise ran out")
+            added.append(f"the worker or the model service waited {ending.lost:.0f} s for a core after its promise "
+                         "ran out")
         return Unmeasured(f"{symptom}, but {' and '.join(added)} (is the machine very busy?)")
     return symptom
 
 
-def unless_starved(ending: Ending, symptom: str) -> str:
-    """Return the symptom of a run that did not get its answers while the model was healthy; the machine's
-    (Unmeasured) when the worker waited for a core longer than the promise leaves a healthy run to spare."""
+def answered(ending: Ending) -> bool:
+    """Whether a question succeeded with an answer for each of its steps."""
+    return ending.status == "succeeded" and ending.steps_stored == ending.steps_total
+
+
+def healthy_miss(ending: Ending, symptom: str, phase: list[Ending]) -> str | None:
+    """Judge a question of `phase` that was not answered while the model was healthy: its symptom, the machine's
+    (Unmeasured), or None.
+
+    A question has PROMISE less its steps at a healthy pace to spare. When
+    the worker or the model service waited for a core that long while it
+    ran, the machine took it. The page promises an answer within 45 s of
+    the question, so a correct budget may count from the asking. When the
+    question said try again that long after it was asked, and the machine
+    took half of it before the code could act (the queue before a thread
+    started it, and the measured waits for a core; the other half goes to
+    a busy machine's overheads, which the meter sees only in part), that
+    is what such a budget does, and the phase's other answers show the
+    assistant works; with no answer in the phase, nothing shows it
+    (Unmeasured). Code slow on its own ran most of the time itself.
+    """
     spare = PROMISE - ending.steps_total * HEALTHY_LATENCY
     if ending.lost_running >= spare:
-        return Unmeasured(f"{symptom}, but the worker waited {ending.lost_running:.0f} s for a core while it ran "
+        return Unmeasured(f"{symptom}, but the worker or the model service waited {ending.lost_running:.0f} s for "
+                          "a core while it ran (is the machine very busy?)")
+    queued = None if ending.asked_for is None or ending.seconds is None else ending.asked_for - ending.seconds
+    if (ending.status == "failed" and TRY_AGAIN.search(ending.message) and queued is not None
+            and ending.asked_for >= spare and queued + ending.lost_running >= spare / 2):
+        if any(answered(other) for other in phase):
+            return None
+        return Unmeasured(f"{symptom}, but it ended {ending.asked_for:.0f} s after it was asked (a thread started "
+                          f"it {ending.waited:.0f} s after it was sent), when a budget counted from the question may "
+                          f"have run out, and none of the {len(phase)} questions asked with it was answered "
                           "(is the machine very busy?)")
     return symptom
 
@@ -338,8 +371,9 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
-    with clock.running_at(time_scale()), StallMeter() as meter:
-        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write, Watch(meter, Path(log)))
+    with clock.running_at(time_scale()), StallMeter() as meter, DatabaseBackends(rig.database_url) as backends:
+        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write, Watch(meter, Path(log)),
+                               backends)
 
 
 def held_allowance() -> float:
@@ -415,12 +449,14 @@ def ask_and_wait(rig, queue: str, runs: list, allowed: float, watch: Watch) -> d
 
 
 def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None],
-                    hostname: str | None, hold_a_write: bool, watch: Watch) -> Afternoon:
+                    hostname: str | None, hold_a_write: bool, watch: Watch, backends: DatabaseBackends) -> Afternoon:
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     hostname = hostname or unique_hostname(rig.label)
     tree = rig.start_worker([queue], MODULES, settings_module=SETTINGS, log=log, argv=worker_argv(queue, hostname),
                             extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
-    watch.meter.watch(lambda: tree_of(tree.proc.pid))
+    # The model service answers the worker's calls and the database its writes: while they wait for a core, so
+    # does the run.
+    watch.meter.watch(lambda: tree_of(tree.proc.pid) | {service.proc.pid} | backends.pids())
     on_phase("worker")
     warm_up(rig, queue, hostname, watch)
     afternoon = Afternoon()

@@ -556,7 +556,8 @@ def _play(rig, service, queue: str, log, on_phase: Callable[[str], None], hostna
                                 argv=worker_argv(queue, hostname or unique_hostname(rig.label)),
                                 extra_env={"KONTOR_MODEL_BASE_URL": service.base_url,
                                            "BUDGETLAB_CLOCK": str(time_scale())})
-        meter.watch(lambda: tree.pids() | {web.proc.pid})
+        # The web process and the model service serve each question too: their waits for a core are its waits.
+        meter.watch(lambda: tree.pids() | {web.proc.pid, service.proc.pid})
         web.ready()
         sent = SentRetries(rig.broker_url)
         on_phase("worker")

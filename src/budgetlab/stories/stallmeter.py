@@ -10,17 +10,21 @@ for every process of the worker twenty times a second. What the most kept
 thread waited between two instants stands for what the machine added to a
 run then (which thread ran the run, the check does not know); a story
 compares it with how late an ending came (see lab6.late). Without /proc
-(macOS) nothing is measured and nothing is excused.
+(macOS) nothing is measured and nothing is excused. A run also waits on
+the PostgreSQL backends that serve its writes: `DatabaseBackends` names
+those of a database on this machine.
 """
 
 from __future__ import annotations
 
 import bisect
+import ipaddress
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
+from urllib.parse import urlsplit
 
 # Wall seconds between readings: each reading widens a window by at most this much.
 TICK = 0.05
@@ -96,3 +100,53 @@ class StallMeter:
         last = min(bisect.bisect_left(self._times, until, hi=taken), taken - 1)
         before, after = self._counts[first], self._counts[last]
         return max((after[tid] - before.get(tid, 0.0) for tid in after), default=0.0)
+
+
+class DatabaseBackends:
+    """The PostgreSQL backends connected to one database, when its server runs on this machine (else none).
+
+    Asked by the meter's thread only; its own connection is closed on exit.
+    A process id is taken only while /proc says it is a postgres process:
+    an id read from a server elsewhere would name some process here.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url, self._conn = url, None
+
+    def __enter__(self) -> DatabaseBackends:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+    def _local(self) -> bool:
+        host = urlsplit(self._url).hostname or ""
+        if host in ("", "localhost") or host.startswith("/"):
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    def pids(self) -> set[int]:
+        if not self._local():
+            return set()
+        import psycopg
+
+        try:
+            if self._conn is None:
+                self._conn = psycopg.connect(self._url, autocommit=True, application_name="budgetlab-stall-meter")
+            rows = self._conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                      "AND pid <> pg_backend_pid()").fetchall()
+        except psycopg.Error:
+            return set()  # measured without them; a dead server is reported where it is used
+        return {pid for (pid,) in rows if _is_postgres(pid)}
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().startswith("postgres")
+    except OSError:
+        return False
