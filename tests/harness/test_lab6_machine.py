@@ -140,6 +140,36 @@ def test_the_soft_limit_line_of_celerys_default_log_format_is_read():
     assert at == time.mktime(time.strptime("2026-12-05 23:14:40", "%Y-%m-%d %H:%M:%S")) + 0.126
 
 
+def test_the_hard_limit_line_of_celerys_default_log_format_is_read():
+    """As a lab 6 worker logged it under load (Celery 5.6.3): an ERROR line, beside the soft limit's WARNING."""
+    text = ("[2026-12-06 13:43:13,791: WARNING/MainProcess] Soft time limit (45s) exceeded for "
+            "kontor.assistant.answer_question[d55c6310-df5d-4b0c-9c90-b687caafea01]\n"
+            "[2026-12-06 13:43:15,912: ERROR/MainProcess] Hard time limit (60s) exceeded for "
+            "kontor.assistant.answer_question[d55c6310-df5d-4b0c-9c90-b687caafea01]\n")
+    assert lab6.soft_limits_logged(text)["d55c6310-df5d-4b0c-9c90-b687caafea01"][0] == 45.0
+    limit, at = lab6.soft_limits_logged(text, lab6.HARD_LIMIT_LOGGED)["d55c6310-df5d-4b0c-9c90-b687caafea01"]
+    assert limit == 60.0
+    assert at == time.mktime(time.strptime("2026-12-06 13:43:15", "%Y-%m-%d %H:%M:%S")) + 0.912
+
+
+def test_a_run_the_hard_limit_ended_with_its_work_done_is_the_machines_when_it_waited_for_a_core():
+    """CI: a prefork alternative's three recovered questions stayed 'running' with all answers stored (hard limit)."""
+    def killed(lost, stored=3):
+        ending = _ending(run_id=41, status="running", seconds=None, steps=3, done=stored, stored=stored, message="")
+        ending.kill_window, ending.killed_lost = 15.0, lost
+        return ending
+
+    symptom = ("run 41 was still 'running' 65 s after it started (3 of 3 steps done): the pool's hard limit ended "
+               "its task 15 s after its soft limit fired")
+    said = lab6.late(killed(8.0), lab6.PROMISE)
+    assert isinstance(said, Unmeasured) and said == (f"{symptom}, with every answer stored, while the worker, the "
+                                                     "model service or the database waited 8 s of them for a core "
+                                                     "(is the machine very busy?)")
+    assert type(lab6.late(killed(7.0), lab6.PROMISE)) is str and lab6.late(killed(7.0), lab6.PROMISE) == symptom
+    # Steps left to do when the limits fired: whatever the machine did, the code had gone on after its soft limit.
+    assert type(lab6.late(killed(15.0, stored=2), lab6.PROMISE)) is str
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="the stall meter reads Linux's /proc")
 def test_the_stall_meter_sees_a_process_kept_waiting_for_a_core():
     """Two busy processes on one core: each waits for it about half the time, and the meter reads that wait."""
@@ -157,6 +187,25 @@ def test_the_stall_meter_sees_a_process_kept_waiting_for_a_core():
         lost = meter.lost(started)
     assert lost >= 0.15, f"the meter read {lost:.3f} s of waiting for two processes sharing one core for 0.6 s"
     assert meter.lost(time.time() + 10) == 0.0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="the stall meter reads Linux's /proc")
+def test_the_stall_meter_adds_up_the_most_kept_thread_of_each_group():
+    """A run's work passes between processes (worker, database, model service): their waits add up, one per group."""
+    spin = ("import os, time\nos.sched_setaffinity(0, {0})\nend = time.monotonic() + 0.6\n"
+            "while time.monotonic() < end: pass")
+    with StallMeter() as apart, StallMeter() as together:
+        started = time.time()
+        busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(3)]
+        apart.watch(lambda: [busy[0].pid], lambda: [busy[1].pid])
+        together.watch(lambda: [busy[0].pid, busy[1].pid])
+        for process in busy:
+            process.wait()
+        exited = time.time()
+        assert wait_until(lambda: min(apart._times[-1], together._times[-1]) > exited + 0.1, time.monotonic() + 10)
+        summed, most = apart.lost(started), together.lost(started)
+    # Each of three processes sharing one core for 0.6 s waits about 0.4 s of it.
+    assert most >= 0.15 and summed >= 1.5 * most, f"two groups read {summed:.3f} s, one group {most:.3f} s"
 
 
 @pytest.mark.stack

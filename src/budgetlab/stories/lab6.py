@@ -103,10 +103,10 @@ class Ending:
     seconds: float | None  # production seconds from the run's start to its final write
     waited: float | None  # production seconds from sending the task until a thread started it (None: never)
     # Production seconds from the run's start to the moment it was read (None: it never started). What a busy
-    # machine can have added, in production seconds: the most any thread of the worker or of the model service
-    # waited for a core from the
-    # run's promise to its ending or that moment (see StallMeter); and how long after the run's start the pool began
-    # counting a soft limit no longer than the promise, where the worker logged one firing for it.
+    # machine can have added, in production seconds: what the worker, the database's backends and the model
+    # service waited for a core (each one's most kept thread, added up) from the run's promise to its ending or
+    # that moment (see StallMeter); and how long after the run's start the pool began counting a soft limit no
+    # longer than the promise, where the worker logged one firing for it.
     read_after: float | None = None
     lost: float = 0.0
     counted_late: float = 0.0
@@ -115,6 +115,10 @@ class Ending:
     lost_running: float = 0.0  # as `lost`, from the run's start
     # Production seconds from the question's creation (when the person asked it) to its final write; None: not final.
     asked_for: float | None = None
+    # For a run left open whose task the pool's hard limit ended after its soft limit: the production seconds
+    # between the two firings, and how many of them the watched processes waited for a core (None: no such kill).
+    kill_window: float = 0.0
+    killed_lost: float | None = None
 
     @property
     def name(self) -> str:
@@ -147,14 +151,19 @@ def create_review(month: str = "March"):
 
 # The line a pool logs when a soft limit fires (Celery 5.6's Request.on_timeout, celery/worker/request.py:532), in
 # Celery's default worker log format; its time is the worker's, production time on the lab clock, to the millisecond.
-SOFT_LIMIT_LOGGED = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}): \w+/MainProcess\] Soft time limit "
-                               r"\((\d+(?:\.\d+)?)s\) exceeded for [\w.]+\[([\w-]+)\]", re.MULTILINE)
+def _limit_logged(kind: str) -> re.Pattern:
+    return re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}): \w+/MainProcess\] " + kind +
+                      r" time limit \((\d+(?:\.\d+)?)s\) exceeded for [\w.]+\[([\w-]+)\]", re.MULTILINE)
 
 
-def soft_limits_logged(text: str) -> dict[str, tuple[float, float]]:
-    """Map each task id whose soft limit the worker logged firing to (the limit, the production time it fired)."""
+SOFT_LIMIT_LOGGED, HARD_LIMIT_LOGGED = _limit_logged("Soft"), _limit_logged("Hard")
+
+
+def soft_limits_logged(text: str, logged: re.Pattern = SOFT_LIMIT_LOGGED) -> dict[str, tuple[float, float]]:
+    """Map each task id whose soft limit (or, with HARD_LIMIT_LOGGED, hard limit) the worker logged firing to
+    (the limit, the production time it fired)."""
     return {task_id: (float(limit), time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000)
-            for stamp, ms, limit, task_id in SOFT_LIMIT_LOGGED.findall(text)}
+            for stamp, ms, limit, task_id in logged.findall(text)}
 
 
 @dataclass
@@ -171,13 +180,14 @@ class Watch:
         self.task_ids[run_id] = rig.client.send_task(task, args=[run_id], queue=queue).id
         return sent
 
-    def soft_limit(self, run_id: int) -> tuple[float, float] | None:
-        """The soft limit the worker logged firing for a run's task, and when (production time); None if none."""
+    def soft_limit(self, run_id: int, logged: re.Pattern = SOFT_LIMIT_LOGGED) -> tuple[float, float] | None:
+        """The soft limit (or, with HARD_LIMIT_LOGGED, the hard limit) the worker logged firing for a run's task,
+        and when (production time); None if none."""
         try:
             text = self.log.read_text(errors="replace")
         except OSError:
             return None
-        return soft_limits_logged(text).get(self.task_ids.get(run_id, ""))
+        return soft_limits_logged(text, logged).get(self.task_ids.get(run_id, ""))
 
 
 def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None) -> Ending:
@@ -185,7 +195,8 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
     AgentRun, AgentStep = _models().AgentRun, _models().AgentStep
     read_at = time.time()
     run.refresh_from_db()
-    seconds = waited = read_after = soft_limit = asked_for = None
+    seconds = waited = read_after = soft_limit = asked_for = killed_lost = None
+    kill_window = 0.0
     lost = counted_late = lost_running = 0.0
     if run.started_at is not None:
         # The worker writes its timestamps on the lab clock; `sent_at` is the grader's wall time.
@@ -207,11 +218,17 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                 # Only a limit that fired while the run was open counts (a log in another time zone would not).
                 if fired is not None and fired[0] <= promise and started + fired[0] <= fired[1] <= started + ran + 1.0:
                     soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
+                killed = watch.soft_limit(run.pk, HARD_LIMIT_LOGGED) if seconds is None else None
+                if fired is not None and killed is not None and fired[1] <= killed[1]:
+                    kill_window = killed[1] - fired[1]
+                    killed_lost = to_production(watch.meter.lost(clock.wall_time(fired[1], time_scale()),
+                                                                 clock.wall_time(killed[1], time_scale())))
     return Ending(run_id=run.pk, status=run.status, message=run.message, steps_total=len(run.steps),
                   steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
                   seconds=seconds, waited=waited, read_after=read_after, lost=lost, counted_late=counted_late,
                   soft_limit=soft_limit, started=None if run.started_at is None else run.started_at.timestamp(),
-                  lost_running=lost_running, asked_for=asked_for)
+                  lost_running=lost_running, asked_for=asked_for, kill_window=kill_window,
+                  killed_lost=killed_lost)
 
 
 def has_started(run_id: int) -> bool:
@@ -273,6 +290,16 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
                    f"({ending.items_done} of {ending.steps_total} steps done)")
     else:
         symptom = f"{ending.name} ended '{ending.status}' only after {ending.seconds:.0f} s"
+    if ending.killed_lost is not None:
+        # Between the two limits the code has a few tenths of a wall second to end the run (15 s at 50x); a
+        # machine that kept the processes it needs waiting for half of that left the code no time. Only for a
+        # run whose work was all done: code that went on after its soft limit had steps left to do.
+        symptom += f": the pool's hard limit ended its task {ending.kill_window:.0f} s after its soft limit fired"
+        if ending.steps_stored == ending.steps_total and ending.killed_lost >= 0.5 * ending.kill_window:
+            return Unmeasured(f"{symptom}, with every answer stored, while the worker, the model service or the "
+                              f"database waited {ending.killed_lost:.0f} s of them for a core "
+                              "(is the machine very busy?)")
+        return symptom
     # Past its promise a run is ending. When what the machine added covers how late it was (the worker kept
     # waiting for a core, or a right soft limit counted from late), the lateness is not the code's.
     over = (ending.seconds if ending.seconds is not None else ending.read_after or 0.0) - promise - tolerance
@@ -456,7 +483,7 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
                             extra_env={"KONTOR_MODEL_BASE_URL": service.base_url, "BUDGETLAB_CLOCK": str(time_scale())})
     # The model service answers the worker's calls and the database its writes: while they wait for a core, so
     # does the run.
-    watch.meter.watch(lambda: tree_of(tree.proc.pid) | {service.proc.pid} | backends.pids())
+    watch.meter.watch(lambda: tree_of(tree.proc.pid), lambda: (service.proc.pid,), backends.pids)
     on_phase("worker")
     warm_up(rig, queue, hostname, watch)
     afternoon = Afternoon()

@@ -6,13 +6,15 @@ machine loaded far past its cores keeps a runnable process waiting that
 long: the child whose timer fired, or whose answer came, waits for a core
 before it can write the ending. Linux counts that wait for every thread
 (/proc/PID/task/TID/schedstat, its second field); a thread here reads it
-for every process of the worker twenty times a second. What the most kept
+for every process it watches twenty times a second. What the most kept
 thread waited between two instants stands for what the machine added to a
 run then (which thread ran the run, the check does not know); a story
-compares it with how late an ending came (see lab6.late). Without /proc
-(macOS) nothing is measured and nothing is excused. A run also waits on
-the PostgreSQL backends that serve its writes: `DatabaseBackends` names
-those of a database on this machine.
+compares it with how late an ending came (see lab6.late). Processes a run
+passes its work between (the worker, the database, a model service) are
+watched as groups, and the groups' most kept threads add up. Without
+/proc (macOS) nothing is measured and nothing is excused.
+`DatabaseBackends` names the PostgreSQL backends of a database on this
+machine.
 """
 
 from __future__ import annotations
@@ -52,12 +54,13 @@ class StallMeter:
     """A thread that reads how long each thread of the watched processes has waited for a core, TICK by TICK."""
 
     def __init__(self) -> None:
-        self._pids: Callable[[], Iterable[int]] = lambda: ()
+        self._groups: tuple[Callable[[], Iterable[int]], ...] = ()
         self._looked = 0.0  # time.monotonic() of the last look for processes; 0: look at the next reading
         # Per reading, appended in step (the counts first): its wall instant (time.time), and each thread's
-        # seconds waited so far. `lost` bisects the instants in place: a check asks it on every poll.
+        # seconds waited so far, keyed by (its group, its id). `lost` bisects the instants in place: a check asks it
+        # on every poll.
         self._times: list[float] = []
-        self._counts: list[dict[int, float]] = []
+        self._counts: list[dict[tuple[int, int], float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="budgetlab-stall-meter", daemon=True)
 
@@ -69,25 +72,33 @@ class StallMeter:
         self._stop.set()
         self._thread.join()
 
-    def watch(self, pids: Callable[[], Iterable[int]]) -> None:
-        """Measure the processes `pids()` names (a worker tree's), looked up again every REFRESH seconds."""
-        self._pids, self._looked = pids, 0.0
+    def watch(self, *groups: Callable[[], Iterable[int]]) -> None:
+        """Measure the processes each group names (a worker tree's), looked up again every REFRESH seconds.
+
+        A run's work passes from one group to the next and back (the worker,
+        the database backend that serves its connection, the model service),
+        one thread of each at a time: what it waited is at most the sum over
+        the groups of each group's most kept thread, which `lost` returns.
+        """
+        self._groups, self._looked = groups, 0.0
 
     def _run(self) -> None:
-        pids: list[int] = []
-        reading: dict[int, float] = {}
+        pids: list[tuple[int, int]] = []
+        reading: dict[tuple[int, int], float] = {}
         while not self._stop.wait(TICK):
             if time.monotonic() - self._looked >= REFRESH:
-                pids, self._looked = list(self._pids()), time.monotonic()
+                pids = [(number, pid) for number, group in enumerate(self._groups) for pid in group()]
+                self._looked = time.monotonic()
             # A thread that has ended keeps its last count: a window that reaches past its end still sees its wait.
             reading = dict(reading)
-            for pid in pids:
-                reading.update(_waited(pid))
+            for number, pid in pids:
+                reading.update(((number, tid), waited) for tid, waited in _waited(pid).items())
             self._counts.append(reading)
             self._times.append(time.time())
 
     def lost(self, since: float, until: float | None = None) -> float:
-        """Wall seconds the most kept thread waited for a core between two wall instants (`until`: now).
+        """Wall seconds the most kept thread of each group waited for a core between two wall instants (`until`:
+        now), summed over the groups.
 
         Read from the last reading at or before `since` to the first at or
         after `until`, so a window is never measured short.
@@ -99,7 +110,10 @@ class StallMeter:
         first = max(bisect.bisect_right(self._times, since, hi=taken) - 1, 0)
         last = min(bisect.bisect_left(self._times, until, hi=taken), taken - 1)
         before, after = self._counts[first], self._counts[last]
-        return max((after[tid] - before.get(tid, 0.0) for tid in after), default=0.0)
+        most: dict[int, float] = {}
+        for key, waited in after.items():
+            most[key[0]] = max(most.get(key[0], 0.0), waited - before.get(key, 0.0))
+        return sum(most.values())
 
 
 class DatabaseBackends:
