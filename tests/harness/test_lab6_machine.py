@@ -64,8 +64,9 @@ def test_lateness_the_machine_does_not_cover_is_the_codes(review_check):
 def test_a_worker_kept_waiting_for_a_core_is_named_as_such():
     still = _ending(seconds=None, lost=70.0)
     said = lab6.late(still, lab6.REVIEW_BUDGET)
-    assert said == ("run 21 was still 'failed' 200 s after it started (12 of 30 steps done), but the worker or the "
-                    "model service waited 70 s for a core after its promise ran out (is the machine very busy?)")
+    assert said == ("run 21 was still 'failed' 200 s after it started (12 of 30 steps done), but the worker, the "
+                    "database and the model service waited 70 s in all for a core after its promise ran out (is the "
+                    "machine very busy?)")
     assert lab6.late(_ending(seconds=190.0, lost=70.0), lab6.REVIEW_BUDGET) is None
     # Nothing measured (no /proc, no soft limit logged), nothing excused, however the run was read.
     unread = _ending(status="running", seconds=None)
@@ -80,9 +81,9 @@ def test_a_healthy_question_that_failed_is_the_codes_unless_the_worker_starved()
     spare = lab6.PROMISE - 3 * lab6.HEALTHY_LATENCY
     starved = _ending(run_id=22, seconds=45.5, steps=3, done=1, stored=1, lost_running=spare + 1)
     said = lab6.healthy_miss(starved, symptom, [starved])
-    assert isinstance(said, Unmeasured) and said == (f"{symptom}, but the worker or the model service waited "
-                                                     f"{spare + 1:.0f} s for a core while it ran (is the machine "
-                                                     "very busy?)")
+    assert isinstance(said, Unmeasured) and said == (f"{symptom}, but the worker, the database and the model "
+                                                     f"service waited {spare + 1:.0f} s in all for a core while it "
+                                                     "ran (is the machine very busy?)")
 
 
 def test_try_again_once_a_budget_counted_from_the_question_ran_out_is_no_fault():
@@ -163,8 +164,8 @@ def test_a_run_the_hard_limit_ended_with_its_work_done_is_the_machines_when_it_w
                "its task 15 s after its soft limit fired")
     said = lab6.late(killed(8.0), lab6.PROMISE)
     assert isinstance(said, Unmeasured) and said == (f"{symptom}, with every answer stored, while the worker, the "
-                                                     "model service or the database waited 8 s of them for a core "
-                                                     "(is the machine very busy?)")
+                                                     "database and the model service waited 8 s of them in all for "
+                                                     "a core (is the machine very busy?)")
     assert type(lab6.late(killed(7.0), lab6.PROMISE)) is str and lab6.late(killed(7.0), lab6.PROMISE) == symptom
     # Steps left to do when the limits fired: whatever the machine did, the code had gone on after its soft limit.
     assert type(lab6.late(killed(15.0, stored=2), lab6.PROMISE)) is str

@@ -296,8 +296,8 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
         # run whose work was all done: code that went on after its soft limit had steps left to do.
         symptom += f": the pool's hard limit ended its task {ending.kill_window:.0f} s after its soft limit fired"
         if ending.steps_stored == ending.steps_total and ending.killed_lost >= 0.5 * ending.kill_window:
-            return Unmeasured(f"{symptom}, with every answer stored, while the worker, the model service or the "
-                              f"database waited {ending.killed_lost:.0f} s of them for a core "
+            return Unmeasured(f"{symptom}, with every answer stored, while the worker, the database and the model "
+                              f"service waited {ending.killed_lost:.0f} s of them in all for a core "
                               "(is the machine very busy?)")
         return symptom
     # Past its promise a run is ending. When what the machine added covers how late it was (the worker kept
@@ -309,8 +309,8 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
             added.append(f"the pool began counting its {ending.soft_limit:g} s soft limit {ending.counted_late:.0f} s "
                          "after the run started")
         if ending.lost:
-            added.append(f"the worker or the model service waited {ending.lost:.0f} s for a core after its promise "
-                         "ran out")
+            added.append(f"the worker, the database and the model service waited {ending.lost:.0f} s in all for a "
+                         "core after its promise ran out")
         return Unmeasured(f"{symptom}, but {' and '.join(added)} (is the machine very busy?)")
     return symptom
 
@@ -325,8 +325,8 @@ def healthy_miss(ending: Ending, symptom: str, phase: list[Ending]) -> str | Non
     (Unmeasured), or None.
 
     A question has PROMISE less its steps at a healthy pace to spare. When
-    the worker or the model service waited for a core that long while it
-    ran, the machine took it. The page promises an answer within 45 s of
+    the worker, the database and the model service waited for a core that
+    long in all while it ran, the machine took it. The page promises an answer within 45 s of
     the question, so a correct budget may count from the asking. When the
     question said try again that long after it was asked, and the machine
     took half of it before the code could act (the queue before a thread
@@ -338,8 +338,8 @@ def healthy_miss(ending: Ending, symptom: str, phase: list[Ending]) -> str | Non
     """
     spare = PROMISE - ending.steps_total * HEALTHY_LATENCY
     if ending.lost_running >= spare:
-        return Unmeasured(f"{symptom}, but the worker or the model service waited {ending.lost_running:.0f} s for "
-                          "a core while it ran (is the machine very busy?)")
+        return Unmeasured(f"{symptom}, but the worker, the database and the model service waited "
+                          f"{ending.lost_running:.0f} s in all for a core while it ran (is the machine very busy?)")
     queued = None if ending.asked_for is None or ending.seconds is None else ending.asked_for - ending.seconds
     if (ending.status == "failed" and TRY_AGAIN.search(ending.message) and queued is not None
             and ending.asked_for >= spare and queued + ending.lost_running >= spare / 2):
@@ -398,7 +398,8 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
-    with clock.running_at(time_scale()), StallMeter() as meter, DatabaseBackends(rig.database_url) as backends:
+    # The meter stops before the backends' connection closes: only its thread asks them.
+    with clock.running_at(time_scale()), DatabaseBackends(rig.database_url) as backends, StallMeter() as meter:
         return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write, Watch(meter, Path(log)),
                                backends)
 
