@@ -106,8 +106,8 @@ def test_a_busy_queue_question_late_by_no_more_than_its_worker_waited_for_a_core
     with pytest.raises(CouldNotGrade) as unmeasured:
         late(lab8.Afternoon(questions=[q]))
     assert str(unmeasured.value) == ("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s, but "
-                                     "Kontor's worker or web process waited 9 s for a core past its deadline (is the "
-                                     "machine very busy?)"), unmeasured.value
+                                     "Kontor's worker, its web process or the model service waited 9 s for a core past "
+                                     "its deadline (is the machine very busy?)"), unmeasured.value
     q.lost_past_promise = 8.0  # 73.4 s is 8.4 s past the promise and its 5 s tolerance
     said = _said(late, lab8.Afternoon(questions=[q]))
     assert said.endswith("question 30 ended 'succeeded' 73 s after it was asked; its promise is 60 s"), said
@@ -127,8 +127,8 @@ def test_a_healthy_question_that_failed_while_its_worker_starved_is_the_machines
         questions.test_questions_are_answered_while_the_provider_is_healthy(
             lab8.Afternoon(questions=[_failed_while_healthy(1, lab8.STARVED)]))
     assert str(unmeasured.value) == (f"question 1 ended 'failed' ('{TRY}') while the model was healthy, but "
-                                     "Kontor's worker or web process waited 15 s for a core while it was open (is "
-                                     "the machine very busy?)"), unmeasured.value
+                                     "Kontor's worker, its web process or the model service waited 15 s for a core "
+                                     "while it was open (is the machine very busy?)"), unmeasured.value
 
 
 def test_a_healthy_question_that_failed_beside_a_starved_one_is_the_codes(questions):

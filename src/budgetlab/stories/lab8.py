@@ -60,12 +60,12 @@ START_TOLERANCE = 2.0
 # after its ETA (a due message waits for a child, the child for a core). The checks measure that lag
 # (Afternoon.lag) and excuse up to this much of it, in production seconds, on top of the tolerances.
 MOST_LAG = 30.0
-# A question that failed while the provider was healthy is the machine's when the worker or the web process
-# waited for a core this long while it was open (see StallMeter): a quarter of the promise. A correct design may
-# give up with a third of it left (the reference starts no attempt with less than its client's 20 s time-out), and
-# the way from the question to an attempt runs through the web process, the worker's master and a child one after
-# another, while the meter reads the most kept thread only. CI, 2026-12-06, beside other checks: a design that puts
-# the deadline in the message's `expires` failed healthy questions whose message expired before a child took it.
+# A question that failed while the provider was healthy is the machine's when the worker, the web process or the model
+# service waited for a core this long while it was open (see StallMeter): a quarter of the promise. A correct design may
+# give up with a third of it left (the reference starts no attempt with less than its client's 20 s time-out), and the
+# way from the question to an attempt runs through the web process, the worker's master and a child one after another,
+# while the meter reads the most kept thread only. CI, 2026-12-06, beside other checks: a design that puts the deadline
+# in the message's `expires` failed healthy questions whose message expired before a child took it.
 STARVED = PROMISE / 4
 # How much earlier than Retry-After asked a retry may be due (clock rounding between processes).
 RETRY_AFTER_TOLERANCE = 0.5
@@ -166,9 +166,10 @@ class Question:
     retries_sent: dict = field(default_factory=dict)
     # Every status written to the question's row, in order (the database's own record, see _STATUS_HISTORY).
     statuses: list = field(default_factory=list)
-    # Production seconds the most kept thread of the worker or the web process waited for a core while the question
-    # was open, to its end or its promise and tolerance (see StallMeter): what a busy machine took from it; and the
-    # same from its deadline to its end (0 when it ended in time, or never), what a busy machine made it late by.
+    # Production seconds the most kept thread of the worker, the web process or the model service waited for a core
+    # while the question was open, to its end or its promise and tolerance (see StallMeter): what a busy machine
+    # took from it; and the same from its deadline to its end (0 when it ended in time, or never), what a busy
+    # machine made it late by.
     lost: float = 0.0
     lost_past_promise: float = 0.0
 
@@ -773,9 +774,9 @@ def late_questions(questions: list[Question], lag: Callable[[Question], float] =
         elif (over := q.took - PROMISE - allowance - lag(q)) > 0:
             symptom = f"{q.name} ended '{q.status}' {q.took:.0f} s after it was asked; its promise is {PROMISE:g} s"
             if measured and over <= q.lost_past_promise:
-                symptom = Unmeasured(f"{symptom}, but Kontor's worker or web process waited "
-                                     f"{q.lost_past_promise:.0f} s for a core past its deadline (is the machine very "
-                                     "busy?)")
+                symptom = Unmeasured(f"{symptom}, but Kontor's worker, its web process or the model service "
+                                     f"waited {q.lost_past_promise:.0f} s for a core past its deadline (is the "
+                                     "machine very busy?)")
             problems.append(symptom)
         elif q.status == "failed" and not TRY_AGAIN.search(q.message):
             problems.append(f"{q.name} failed with '{q.message}', which does not tell the person to try again")
@@ -786,10 +787,11 @@ def late_questions(questions: list[Question], lag: Callable[[Question], float] =
 
 def unless_starved(q: Question, symptom: str) -> str:
     """Return the symptom of a question that failed while the provider was healthy; the machine's (Unmeasured)
-    when Kontor's worker or web process waited for a core STARVED or longer while it was open."""
+    when Kontor's worker, its web process or the model service waited for a core STARVED or longer while it was
+    open."""
     if q.lost >= STARVED:
-        return Unmeasured(f"{symptom}, but Kontor's worker or web process waited {q.lost:.0f} s for a core while it "
-                          "was open (is the machine very busy?)")
+        return Unmeasured(f"{symptom}, but Kontor's worker, its web process or the model service waited {q.lost:.0f} s "
+                          "for a core while it was open (is the machine very busy?)")
     return symptom
 
 
