@@ -96,10 +96,13 @@ def _send_from_producer(python: Path | str, broker_url: str, database_url: str, 
 def test_celery_56_a_worker_flag_beats_the_settings(start_worker, celery_client, queue_name):
     """Celery 5.6: --soft-time-limit 120 beats task_soft_time_limit = 600 for a task without its own limit."""
     tree = _start(start_worker, sys.executable, queue_name, ["--soft-time-limit", "120"])
-    result = celery_client.send_task("versions.probe", args=[300], queue=queue_name)
+    probe = 300  # seconds: past the flag's 120, short of the settings' 600
+    result = celery_client.send_task("versions.probe", args=[probe], queue=queue_name)
     value = result.get(timeout=30)
     assert _soft_limit_logged(tree, result.id) == 120.0, "the worker did not apply its flag's 120 s soft limit"
-    assert 115 <= value["soft_at"] <= 200, f"SoftTimeLimitExceeded arrived at {value['soft_at']} s, not near 120 s"
+    # Only the flag's limit can land inside the probe; how late it lands is the machine's (a rehearsal: 214 s).
+    assert value["soft_at"] is not None and 115 <= value["soft_at"] < probe, (
+        f"SoftTimeLimitExceeded arrived at {value['soft_at']} s, not between 120 s and the probe's end at {probe} s")
     assert _master(celery_client, tree, queue_name).pool == (120.0, 900.0), \
         "inspect stats does not show flag 120 / settings 900"
 
@@ -120,11 +123,14 @@ def test_celery_56_a_producers_settings_stay_with_the_producer(start_worker, cel
 def test_celery_57_the_settings_beat_a_worker_flag_while_stats_show_the_flag(start_worker, celery_client, queue_name):
     """Celery 5.7: task_soft_time_limit = 600 beats --soft-time-limit 120, yet inspect stats still reports 120."""
     tree = _start(start_worker, PYTHON_57, queue_name, ["--soft-time-limit", "120"])
-    result = celery_client.send_task("versions.probe", args=[800], queue=queue_name)
+    probe = 800  # seconds: past the settings' 600, short of the 900 s hard limit
+    result = celery_client.send_task("versions.probe", args=[probe], queue=queue_name)
     value = result.get(timeout=30)
     assert value["timelimit"] in (None, [None, None]), f"a message sent by name carried {value['timelimit']}"
     assert _soft_limit_logged(tree, result.id) == 600.0, "the worker did not apply the settings' 600 s soft limit"
-    assert 595 <= value["soft_at"] <= 700, f"SoftTimeLimitExceeded arrived at {value['soft_at']} s, not near 600 s"
+    # Not the flag's 120: the limit lands after 600 s, and before the probe ends however late a busy machine is.
+    assert value["soft_at"] is not None and 595 <= value["soft_at"] < probe, (
+        f"SoftTimeLimitExceeded arrived at {value['soft_at']} s, not between 600 s and the probe's end at {probe} s")
     master = _master(celery_client, tree, queue_name)
     assert master.pool == (120.0, 900.0), "inspect stats no longer shows the flag's 120 s"
     registered = master.tasks.get("versions.probe")
