@@ -148,7 +148,7 @@ def test_the_hard_limit_line_of_celerys_default_log_format_is_read():
             "[2026-12-06 13:43:15,912: ERROR/MainProcess] Hard time limit (60s) exceeded for "
             "kontor.assistant.answer_question[d55c6310-df5d-4b0c-9c90-b687caafea01]\n")
     assert lab6.soft_limits_logged(text)["d55c6310-df5d-4b0c-9c90-b687caafea01"][0] == 45.0
-    limit, at = lab6.soft_limits_logged(text, lab6.HARD_LIMIT_LOGGED)["d55c6310-df5d-4b0c-9c90-b687caafea01"]
+    limit, at = lab6.hard_limits_logged(text)["d55c6310-df5d-4b0c-9c90-b687caafea01"]
     assert limit == 60.0
     assert at == time.mktime(time.strptime("2026-12-06 13:43:15", "%Y-%m-%d %H:%M:%S")) + 0.912
 

@@ -166,6 +166,11 @@ def soft_limits_logged(text: str, logged: re.Pattern = SOFT_LIMIT_LOGGED) -> dic
             for stamp, ms, limit, task_id in logged.findall(text)}
 
 
+def hard_limits_logged(text: str) -> dict[str, tuple[float, float]]:
+    """As soft_limits_logged, for the hard limits the worker logged ending tasks."""
+    return soft_limits_logged(text, HARD_LIMIT_LOGGED)
+
+
 @dataclass
 class Watch:
     """What a check sees beside the runs themselves: the stall meter, the worker's log, each run's task id."""
@@ -180,14 +185,15 @@ class Watch:
         self.task_ids[run_id] = rig.client.send_task(task, args=[run_id], queue=queue).id
         return sent
 
-    def soft_limit(self, run_id: int, logged: re.Pattern = SOFT_LIMIT_LOGGED) -> tuple[float, float] | None:
-        """The soft limit (or, with HARD_LIMIT_LOGGED, the hard limit) the worker logged firing for a run's task,
-        and when (production time); None if none."""
+    def limits_fired(self, run_id: int) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        """The soft and the hard limit the worker logged firing for a run's task, each with when (production
+        time); None for one it did not log. The log is read once."""
         try:
             text = self.log.read_text(errors="replace")
         except OSError:
-            return None
-        return soft_limits_logged(text, logged).get(self.task_ids.get(run_id, ""))
+            return None, None
+        task_id = self.task_ids.get(run_id, "")
+        return soft_limits_logged(text).get(task_id), hard_limits_logged(text).get(task_id)
 
 
 def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None) -> Ending:
@@ -214,12 +220,11 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
             # What may excuse lateness is read only for a run that went past its promise (the log once each).
             if ran > promise:
                 lost = to_production(watch.meter.lost(clock.wall_time(started + promise, time_scale()), until))
-                fired = watch.soft_limit(run.pk)
+                fired, killed = watch.limits_fired(run.pk)
                 # Only a limit that fired while the run was open counts (a log in another time zone would not).
                 if fired is not None and fired[0] <= promise and started + fired[0] <= fired[1] <= started + ran + 1.0:
                     soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
-                killed = watch.soft_limit(run.pk, HARD_LIMIT_LOGGED) if seconds is None else None
-                if fired is not None and killed is not None and fired[1] <= killed[1]:
+                if seconds is None and fired is not None and killed is not None and fired[1] <= killed[1]:
                     kill_window = killed[1] - fired[1]
                     killed_lost = to_production(watch.meter.lost(clock.wall_time(fired[1], time_scale()),
                                                                  clock.wall_time(killed[1], time_scale())))

@@ -126,6 +126,7 @@ class DatabaseBackends:
 
     def __init__(self, url: str) -> None:
         self._url, self._conn = url, None
+        self._here = self._local()
 
     def __enter__(self) -> DatabaseBackends:
         return self
@@ -144,7 +145,7 @@ class DatabaseBackends:
             return False
 
     def pids(self) -> set[int]:
-        if not self._local():
+        if not self._here:
             return set()
         import psycopg
 
