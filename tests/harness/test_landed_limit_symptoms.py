@@ -214,6 +214,20 @@ def test_a_kill_while_the_worker_waited_for_a_core_between_the_limits_is_the_mac
         out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(_workday(out_of_time, window))
 
 
+def test_beside_a_fault_a_kill_the_machine_may_have_caused_is_listed_as_what_it_was(out_of_time):
+    """How busy the machine was does not change what a failing check says (a CI run's stored starter transcript
+    lost its agent run's kill so)."""
+    window = to_wall(lab2.AGENT.hard - lab2.AGENT.soft)  # all of it waiting for a core
+    workday = _workday(out_of_time, window)
+    importer = next(spec for spec in lab2.OVERSIZED if spec.kind is lab2.IMPORT)
+    workday.endings[importer].exception = "OperationalError"
+    workday.endings[importer].result_text = "OperationalError('another command is already in progress')"
+    said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit, workday)
+    assert said == ("import job 1's task failed with OperationalError('another command is already in progress'), "
+                    "not with its soft limit; agent run 1's task was killed at its 360 s hard limit "
+                    "(TimeLimitExceeded(360)); a hard limit ended 1 of the worker's children"), said
+
+
 def test_a_kill_the_machine_did_not_cause_is_the_codes(out_of_time):
     said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit,
                  _workday(out_of_time, 0.1 * to_wall(lab2.AGENT.hard - lab2.AGENT.soft)))
