@@ -131,6 +131,37 @@ def test_a_fault_of_one_question_is_never_hidden_by_the_machines_lateness_of_ano
             questions_check(SimpleNamespace(during=[machine]))
 
 
+def test_a_question_whose_ending_the_database_held_names_that_write_and_a_machines_lateness_hides_no_fault():
+    """Issue 40: a prefork fix that writes a question's success outside its handler leaves it running when the soft
+    limit lands in that write (a rehearsal met it under load; the checks now hold that write by plan)."""
+    with loaded(lab6.SLUG, "test_questions.py") as module:
+        held_check = module.test_a_question_whose_write_the_database_holds_still_ends
+        open_run = _ending(run_id=24, status="running", seconds=None, steps=1, done=1, stored=1, message="")
+        open_run.read_after = lab6.held_allowance() + 1.0
+        answered = _ending(run_id=23, status="succeeded", seconds=62.0, steps=1, done=1, stored=1, message="")
+        late_by_machine = _ending(run_id=23, status="failed", seconds=140.0, steps=1, done=1, stored=1,
+                                  counted_late=30.0, soft_limit=45.0, message="please try again")
+        said = _said(held_check, SimpleNamespace(held={"answer": lab6.Held(answered, True),
+                                                       "ending": lab6.Held(open_run, True)}))
+        assert said == (f"run 24 was still 'running' {lab6.held_allowance():g} s after it started (1 of 1 steps done); "
+                        f"the database held the write that ends it for {lab6.HELD_SECONDS:g} s (allowed: the promise, "
+                        f"that hold and the tolerance of {lab6.TOLERANCE:g} s)"), said
+        said = _said(held_check, SimpleNamespace(held={"answer": lab6.Held(late_by_machine, True),
+                                                       "ending": lab6.Held(open_run, False)}))
+        assert said.startswith("run 24 was still 'running'") and said.endswith(
+            "; the write that ends it never reached the database (allowed: the promise, that hold and the tolerance "
+            f"of {lab6.TOLERANCE:g} s)"), said
+        with pytest.raises(CouldNotGrade, match="run 23 ended 'failed' only after 140 s, but the pool began"):
+            held_check(SimpleNamespace(held={"answer": lab6.Held(late_by_machine, True),
+                                             "ending": lab6.Held(answered, True)}))
+
+
+def _said(check, afternoon) -> str:
+    with pytest.raises(AssertionError) as failed:
+        check(afternoon)
+    return str(failed.value)
+
+
 def test_the_soft_limit_line_of_celerys_default_log_format_is_read():
     """A line as a lab 6 worker logged it on the lab clock (Celery 5.6.3, the default worker log format)."""
     line = ("[2026-12-05 23:14:40,126: WARNING/MainProcess] Soft time limit (180s) exceeded for "

@@ -79,10 +79,12 @@ BEFORE, DURING, AFTER = 5, 12, 12
 # The warm-up questions (see warm_up): their invoice number, and at most how many (one a prefork child).
 WARM_UP_NUMBER = -1
 WARM_UP_MOST = 32
-# The checks' held question (see Afternoon.held): one step, whose answer the database holds this many
-# production seconds once the model has given it, as a lock held elsewhere would. It starts about one
-# healthy call into the run and ends past the promise, so a soft limit of 45 s lands inside the write.
-HELD_NUMBER = -2
+# The checks' held questions (see Afternoon.held): one step each; the database holds one write of each this
+# many production seconds, as a lock held elsewhere would: the answer's, once the model has given it, and the
+# one that ends the run. Each comes about one healthy call into the run and the hold ends past the promise, so
+# a soft limit of 45 s lands inside the write. Their invoice numbers, and the write held in a check's words:
+HELD_NUMBERS = {"answer": -2, "ending": -3}
+HELD_WRITES = {"answer": "its answer's write", "ending": "the write that ends it"}
 HELD_SECONDS = 56.0
 # The checks' held review (see Afternoon.held_review): its first answer, written one healthy call into the
 # run, is held by the database until this many production seconds past the review's budget, so a soft
@@ -369,6 +371,14 @@ def review_untested(afternoon: Afternoon) -> Unmeasured | None:
 
 
 @dataclass
+class Held:
+    """How a held question ended (see HELD_NUMBERS), and whether its code reached the write the database held."""
+
+    ending: Ending
+    written: bool
+
+
+@dataclass
 class Afternoon:
     """How every run ended, and how many calls the provider still held for the worker after the spell."""
 
@@ -376,10 +386,9 @@ class Afternoon:
     during: list = field(default_factory=list)  # ... while it hung
     after: list = field(default_factory=list)  # ... once it had recovered
     review: Ending | None = None  # the month-end review
-    # Checks only (`budgetlab run 6` asks none): a question asked with the recovered ones whose one answer the
-    # database held for HELD_SECONDS, and whether its write reached the database at all.
-    held: Ending | None = None
-    held_written: bool = False
+    # Checks only (`budgetlab run 6` asks none): the questions asked with the recovered ones one of whose writes
+    # the database held for HELD_SECONDS, by the write held (see HELD_NUMBERS).
+    held: dict[str, Held] = field(default_factory=dict)
     # Checks only, likewise: a second review, started with the first, whose first answer the database held
     # until HELD_REVIEW_PAST after its budget, and whether that write reached the database at all.
     held_review: Ending | None = None
@@ -395,11 +404,11 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
 
     `on_phase` hears "worker", "healthy", "slow", "recovered", "relapse" and
     "done" as the afternoon moves on (the live view redraws on them).
-    With `hold_a_write` (the checks) one more question is asked with the
-    recovered ones, and the database holds its answer's write past the
-    promise; a second review starts with the first, and the database holds
-    its first answer's write past its budget: where a pool applies the soft
-    limit, it lands in those writes.
+    With `hold_a_write` (the checks) two more questions are asked with the
+    recovered ones, and the database holds one's answer and the other's
+    ending past the promise; a second review starts with the first, and the
+    database holds its first answer's write past its budget: where a pool
+    applies the soft limit, it lands in those writes.
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
@@ -434,6 +443,18 @@ def _held_answer(run_id: int, name: str, seconds: float) -> stalls.Stall:
     see harness.stalls)."""
     return stalls.Stall(name, _models().AgentStep._meta.db_table, "INSERT", f"NEW.run_id = {run_id}",
                         seconds=round(to_wall(seconds), 3))
+
+
+def _held_ending(run_id: int, name: str, seconds: float) -> stalls.Stall:
+    """Hold the write that ends run `run_id`, whatever status it writes, for `seconds` of production time; only
+    the first: a handler's write after it is not held."""
+    final = ", ".join(f"'{status}'" for status in FINAL)
+    return stalls.Stall(name, _models().AgentRun._meta.db_table, "UPDATE",
+                        f"NEW.id = {run_id} AND NEW.status IN ({final}) AND OLD.status IS DISTINCT FROM NEW.status",
+                        seconds=round(to_wall(seconds), 3))
+
+
+_HOLDS = {"answer": _held_answer, "ending": _held_ending}
 
 
 def _reserve_run_id() -> int:
@@ -502,16 +523,18 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     review = create_review()
     review_sent = watch.send(rig, REVIEW_TASK, review.pk, queue)
-    held_review = review_stall = stall = None
+    held_review = review_stall = None
+    held_ids, held_stalls = {}, {}
     if hold_a_write:
-        held_review, held_id = create_review("February"), _reserve_run_id()
-        # Both stalls go in now: creating a trigger waits for every write in progress on the table, so once the
+        held_review, held_ids = create_review("February"), {write: _reserve_run_id() for write in HELD_NUMBERS}
+        # Every stall goes in now: creating a trigger waits for every write in progress on the table, so once the
         # held review's write is held, a trigger created later would wait with it (and hold up every answer).
         # Its first answer comes one healthy call into the run; the hold ends HELD_REVIEW_PAST after its budget.
         review_stall = _held_answer(held_review.pk, "lab6_held_review",
                                     REVIEW_BUDGET + HELD_REVIEW_PAST - HEALTHY_LATENCY)
-        stall = _held_answer(held_id, "lab6_held_answer", HELD_SECONDS)
-        stalls.install([review_stall, stall])
+        held_stalls = {write: _HOLDS[write](run_id, f"lab6_held_{write}", HELD_SECONDS)
+                       for write, run_id in held_ids.items()}
+        stalls.install([review_stall, *held_stalls.values()])
         held_review_sent = watch.send(rig, REVIEW_TASK, held_review.pk, queue)
     # The first task a fresh worker takes pays for its start-up; no question should.
     wait_until(lambda: has_started(review.pk), time.monotonic() + 10)
@@ -530,11 +553,10 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     service.set_mode("healthy", latency=HEALTHY_LATENCY)
     on_phase("recovered")
-    held = None
-    if hold_a_write:
-        # Sent first, so its one call is answered while the provider is healthy; it is read at the end.
-        held = create_question(HELD_NUMBER, QUESTION_STEPS[:1], pk=held_id)
-        held_sent = watch.send(rig, QUESTION_TASK, held.pk, queue)
+    # Sent first, so that each one's call is answered while the provider is healthy; they are read at the end.
+    held = {write: create_question(HELD_NUMBERS[write], QUESTION_STEPS[:1], pk=run_id)
+            for write, run_id in held_ids.items()}
+    held_sent = {run.pk: watch.send(rig, QUESTION_TASK, run.pk, queue) for run in held.values()}
     afternoon.after = ask(BEFORE + DURING, AFTER)
 
     # The provider relapses for the rest of the afternoon: more than the review has left of its budget.
@@ -547,11 +569,12 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
     wait_until(lambda: all_decided({review.pk: review_sent}, review_allowed, watch),
                time.monotonic() + 2 * (to_wall(review_allowed) + SLACK))
     afternoon.review = read_ending(review, review_sent, REVIEW_BUDGET, watch)
-    if held is not None:
-        wait_until(lambda: all_decided({held.pk: held_sent}, held_allowance(), watch),
+    if held:
+        wait_until(lambda: all_decided(held_sent, held_allowance(), watch),
                    time.monotonic() + 2 * (to_wall(held_allowance()) + SLACK))
-        afternoon.held = read_ending(held, held_sent, PROMISE + HELD_SECONDS, watch)
-        afternoon.held_written = stalls.fired(stall)
+        afternoon.held = {write: Held(read_ending(run, held_sent[run.pk], PROMISE + HELD_SECONDS, watch),
+                                      stalls.fired(held_stalls[write]))
+                          for write, run in held.items()}
     if held_review is not None:
         wait_until(lambda: all_decided({held_review.pk: held_review_sent}, held_review_allowance(), watch),
                    time.monotonic() + 2 * (to_wall(held_review_allowance()) + SLACK))
