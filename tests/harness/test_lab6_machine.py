@@ -186,9 +186,9 @@ def test_the_hard_limit_line_of_celerys_default_log_format_is_read():
 
 def test_a_run_the_hard_limit_ended_with_its_work_done_is_the_machines_when_it_waited_for_a_core():
     """CI: a prefork alternative's three recovered questions stayed 'running' with all answers stored (hard limit)."""
-    def killed(lost, stored=3):
+    def killed(lost, stored=3, called_after_soft=None):
         ending = _ending(run_id=41, status="running", seconds=None, steps=3, done=stored, stored=stored, message="")
-        ending.kill_window, ending.killed_lost = 15.0, lost
+        ending.kill_window, ending.killed_lost, ending.called_after_soft = 15.0, lost, called_after_soft
         return ending
 
     symptom = ("run 41 was still 'running' 65 s after it started (3 of 3 steps done): the pool's hard limit ended "
@@ -198,8 +198,25 @@ def test_a_run_the_hard_limit_ended_with_its_work_done_is_the_machines_when_it_w
                                                      "database and the model service waited 8 s of them in all for "
                                                      "a core (is the machine very busy?)")
     assert type(lab6.late(killed(7.0), lab6.PROMISE)) is str and lab6.late(killed(7.0), lab6.PROMISE) == symptom
-    # Steps left to do when the limits fired: whatever the machine did, the code had gone on after its soft limit.
+    # Steps left to do when the limits fired, and the code asked the model for them after its soft limit (or
+    # nothing tells): whatever the machine did, the code had gone on.
     assert type(lab6.late(killed(15.0, stored=2), lab6.PROMISE)) is str
+    assert type(lab6.late(killed(15.0, stored=2, called_after_soft=True), lab6.PROMISE)) is str
+    # A stress run: a handler that had the model asked nothing more, starved between the limits.
+    said = lab6.late(killed(8.0, stored=2, called_after_soft=False), lab6.PROMISE)
+    assert isinstance(said, Unmeasured) and said == (
+        "run 41 was still 'running' 65 s after it started (2 of 3 steps done): the pool's hard limit ended its task "
+        "15 s after its soft limit fired, having asked the model nothing more, while the worker, the database and "
+        "the model service waited 8 s of them in all for a core (is the machine very busy?)"), said
+
+
+def test_whether_a_run_asked_the_model_after_a_moment_is_read_from_the_services_calls():
+    calls = [{"wall": 10.0, "prompt": "Question: Why was invoice 1004 charged twice?\nStep 1: ..."},
+             {"wall": 20.0, "prompt": "Question: Why was invoice 1005 charged twice?\nStep 2: ..."}]
+    watch = lab6.Watch(meter=None, log=None, calls=lambda: calls)
+    assert watch.called_after("Why was invoice 1004 charged twice?", 15.0) is False
+    assert watch.called_after("Why was invoice 1005 charged twice?", 15.0) is True
+    assert watch.called_after("Why was invoice 1006 charged twice?", 15.0) is None  # its prompts say it otherwise
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="the stall meter reads Linux's /proc")

@@ -121,6 +121,8 @@ class Ending:
     # between the two firings, and how many of them the watched processes waited for a core (None: no such kill).
     kill_window: float = 0.0
     killed_lost: float | None = None
+    # For such a run, whether its code called the model after the soft limit fired (None: cannot tell).
+    called_after_soft: bool | None = None
 
     @property
     def name(self) -> str:
@@ -179,6 +181,7 @@ class Watch:
 
     meter: StallMeter
     log: Path
+    calls: Callable[[], list[dict]] = list  # the model service's log of calls (ModelService.calls)
     task_ids: dict[int, str] = field(default_factory=dict)
 
     def send(self, rig, task: str, run_id: int, queue: str) -> float:
@@ -197,13 +200,19 @@ class Watch:
         task_id = self.task_ids.get(run_id, "")
         return soft_limits_logged(text).get(task_id), hard_limits_logged(text).get(task_id)
 
+    def called_after(self, goal: str, wall: float) -> bool | None:
+        """Whether a run whose prompts carry `goal` called the model after the wall time `wall`; None when no call
+        of the service's carried it (the code words its prompts otherwise)."""
+        calls = [call["wall"] for call in self.calls() if goal in call["prompt"]]
+        return any(at > wall for at in calls) if calls else None
+
 
 def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None) -> Ending:
     """Read how `run` ended; `promise` is what late() will judge it by, from which the watch's readings count."""
     AgentRun, AgentStep = _models().AgentRun, _models().AgentStep
     read_at = time.time()
     run.refresh_from_db()
-    seconds = waited = read_after = soft_limit = asked_for = killed_lost = None
+    seconds = waited = read_after = soft_limit = asked_for = killed_lost = called_after_soft = None
     kill_window = 0.0
     lost = counted_late = lost_running = 0.0
     if run.started_at is not None:
@@ -230,12 +239,13 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                     kill_window = killed[1] - fired[1]
                     killed_lost = to_production(watch.meter.lost(clock.wall_time(fired[1], time_scale()),
                                                                  clock.wall_time(killed[1], time_scale())))
+                    called_after_soft = watch.called_after(run.goal, clock.wall_time(fired[1], time_scale()))
     return Ending(run_id=run.pk, status=run.status, message=run.message, steps_total=len(run.steps),
                   steps_stored=AgentStep.objects.filter(run=run).count(), items_done=run.items_done,
                   seconds=seconds, waited=waited, read_after=read_after, lost=lost, counted_late=counted_late,
                   soft_limit=soft_limit, started=None if run.started_at is None else run.started_at.timestamp(),
                   lost_running=lost_running, asked_for=asked_for, kill_window=kill_window,
-                  killed_lost=killed_lost)
+                  killed_lost=killed_lost, called_after_soft=called_after_soft)
 
 
 def has_started(run_id: int) -> bool:
@@ -300,12 +310,14 @@ def late(ending: Ending, promise: float, tolerance: float | None = None) -> str 
     if ending.killed_lost is not None:
         # Between the two limits the code has a few tenths of a wall second to end the run (15 s at 50x); a
         # machine that kept the processes it needs waiting for half of that left the code no time. Only for a
-        # run whose work was all done: code that went on after its soft limit had steps left to do.
+        # run whose work was all done, or whose code asked the model nothing more once its soft limit fired:
+        # code that went on after its soft limit had steps left to do, and asked for them.
         symptom += f": the pool's hard limit ended its task {ending.kill_window:.0f} s after its soft limit fired"
-        if ending.steps_stored == ending.steps_total and ending.killed_lost >= 0.5 * ending.kill_window:
-            return Unmeasured(f"{symptom}, with every answer stored, while the worker, the database and the model "
-                              f"service waited {ending.killed_lost:.0f} s of them in all for a core "
-                              "(is the machine very busy?)")
+        stopped = ("with every answer stored" if ending.steps_stored == ending.steps_total
+                   else "having asked the model nothing more" if ending.called_after_soft is False else "")
+        if stopped and ending.killed_lost >= 0.5 * ending.kill_window:
+            return Unmeasured(f"{symptom}, {stopped}, while the worker, the database and the model service waited "
+                              f"{ending.killed_lost:.0f} s of them in all for a core (is the machine very busy?)")
         return symptom
     # Past its promise a run is ending. When what the machine added covers how late it was (the worker kept
     # waiting for a core, or a right soft limit counted from late), the lateness is not the code's.
@@ -414,8 +426,8 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
     # The meter stops before the backends' connection closes: only its thread asks them.
     with clock.running_at(time_scale()), DatabaseBackends(rig.database_url) as backends, StallMeter() as meter:
-        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write, Watch(meter, Path(log)),
-                               backends)
+        watch = Watch(meter, Path(log), service.calls)
+        return _play_afternoon(rig, service, queue, log, on_phase, hostname, hold_a_write, watch, backends)
 
 
 def held_allowance() -> float:
