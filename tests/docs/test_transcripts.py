@@ -247,13 +247,18 @@ def test_a_could_not_grade_inside_a_folded_transcript_line_is_the_machines_verdi
     assert not MACHINES_VERDICT.search(folded.replace("could not grade: ", ""))
 
 
-def test_the_lab8_starter_transcript_reads_a_retry_run_past_its_deadline_as_one_still_queued_past_it():
-    """A busy machine's longer afternoon runs the starter's retries past their deadline (a rehearsal)."""
+def test_the_lab8_starter_transcript_compares_which_checks_fail_not_what_each_saw():
+    """A busy machine's afternoon changes which of the starter's faults each check meets first (rehearsals: a retry
+    run past its deadline, a retry run after its question ended, a review still running); a check that passes or
+    could not grade is still a difference."""
     entry = next(entry for entry in transcripts.TRANSCRIPTS if entry.name == "lab8-check-starter")
-    ran = ("17 of 31 questions: question 24 reached the provider 186 s after it was asked (its promise is 60 s); "
-           "question 17 was still 'running', and another attempt of it was queued to run 184 s after it was asked")
-    queued = ("17 of 31 questions: question 24 was still 'running', and another attempt of it was queued to run 186 s "
-              "after it was asked; question 17 was still 'running', and another attempt of it was queued to run 184 s "
-              "after it was asked")
-    assert transcripts.normalise(ran, entry.masks) == transcripts.normalise(queued, entry.masks)
-    assert transcripts.normalise(ran) != transcripts.normalise(queued)
+
+    def output(mark: str, saw: str) -> str:
+        return f"$ budgetlab check 8\n  {mark} A check of lab 8.\n      {saw}\n1 of 8 hidden checks passed\n"
+
+    quiet = output("✗", "17 of 31 questions: question 24 was still 'running', and another attempt of it was queued")
+    busy = output("✗", "17 of 31 questions: question 24 had ended 'succeeded', then an attempt of it ran again")
+    assert transcripts.normalise(quiet, entry.masks) == transcripts.normalise(busy, entry.masks)
+    assert transcripts.normalise(quiet, entry.masks) != transcripts.normalise(output("✓", ""), entry.masks)
+    unmeasured = transcripts.normalise(output("✗", "could not grade: the rush never came"), entry.masks)
+    assert "could not grade: the rush never came" in unmeasured
