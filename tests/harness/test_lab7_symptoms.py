@@ -7,6 +7,7 @@ in and reads the sentence budgetlab.stories.lab7 makes of it.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -157,3 +158,18 @@ def test_a_message_sent_once_that_came_again_and_changed_nothing_passes(exactly_
     outcome.deliveries = 2
     exactly_once.test_an_upload_delivered_once_takes_effect_once(
         SimpleNamespace(once=outcome, file_seconds=600.0, visibility_timeout=3600.0))
+
+
+def test_the_run_view_reads_a_run_its_hard_limit_ended_as_ended():
+    """A busy machine stretched the starter's second run past its hard limit, and `budgetlab run 7` waited out its
+    watch saying the run was still running: Celery logs no line of the run's own then, only the pool's."""
+    from celery.worker import request
+
+    from budgetlab.scenarios import lab7 as view
+
+    task_id = "2c2ed17f-0000-4000-8000-000000000000"
+    logged = "Hard time limit (%ss) exceeded for %s[%s]"
+    assert f"'{logged}'" in Path(request.__file__).read_text()  # the pool's own words, in the pinned Celery
+    said = logged % (7200, "kontor.uploads.process_upload", task_id)
+    seen = view.KILLED.search(f"[2026-12-06 16:44:11,198: ERROR/MainProcess] {said}")
+    assert seen and seen["id"] == task_id and float(seen["limit"]) == 7200

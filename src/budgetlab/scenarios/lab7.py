@@ -28,6 +28,9 @@ FILES = 95
 MODEL_SECONDS = 40.0
 RECEIVED = re.compile(r"Task [\w.]+\[(?P<id>[\w-]+)\] received")
 ENDED = re.compile(r"Task [\w.]+\[(?P<id>[\w-]+)\] (?P<how>succeeded|raised \w+: \w+|raised unexpected: \w+)")
+# A run its hard limit ends logs no line of its own: the pool logs this (Celery 5.6's Request.on_timeout,
+# celery/worker/request.py:539). A busy machine stretches a run past it (a rehearsal's second run of the starter).
+KILLED = re.compile(r"Hard time limit \((?P<limit>[\d.]+)s\) exceeded for [\w.]+\[(?P<id>[\w-]+)\]")
 
 
 def play(target_dir: Path, console: Console) -> int:
@@ -63,8 +66,8 @@ def _play(target_dir: Path, console: Console, factor: float) -> int:
     return 0
 
 
-# Wall seconds the watch keeps reading the workers' logs once the upload is final, for the lines that say how each
-# run ended (a busy machine once let the row turn final before the worker had logged its end: the line was lost).
+# Wall seconds the watch keeps reading the workers' logs once every delivery has ended, for the lines that say how
+# each run ended (a busy machine once let the row turn final before the worker had logged its end: the line was lost).
 ENDING_GRACE = 2.0
 
 
@@ -78,7 +81,7 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
     started: list[float] = []
     first_run = None
     deadline = sent + 4 * lab7.run_wait()
-    final_at = None  # when the upload was seen final: a worker logs its run's end a moment after the row says so
+    final_at = None  # when the workers' logs showed every delivery ended and none was waiting
     console.print(f"{'production s':>12}  {'where':<9} what")
     console.print(f"{0:>12,}  {'web':<9} upload {upload_id} sent, {FILES} files, task id {task_id[:8]}")
     while time.monotonic() < deadline:
@@ -86,7 +89,10 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
         for tree in day.started:
             text = tree.text()
             came = len([m for m in RECEIVED.finditer(text) if m["id"] == task_id])
-            ends = [m["how"] for m in ENDED.finditer(text) if m["id"] == task_id]
+            ends = [how for _at, how in sorted(
+                [(m.start(), m["how"]) for m in ENDED.finditer(text) if m["id"] == task_id]
+                + [(m.start(), f"killed at its {float(m['limit']):,.0f} s hard limit") for m in KILLED.finditer(text)
+                   if m["id"] == task_id])]
             old_came, old_ends = seen[id(tree)]
             if came > old_came and id(tree) not in names:
                 names[id(tree)] = f"worker {chr(ord('A') + len(names))}"
@@ -103,7 +109,10 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
                     first_run = now - started[0]
                 console.print(f"{now:>12,.0f}  {names[id(tree)]:<9} run ended: {how}")
             seen[id(tree)] = (came, len(ends))
-        if final_at is None and day.settle(task_id, 0) and BulkUpload.objects.get(pk=upload_id).is_final:
+        # Every delivery ended and none waiting: nothing more will happen, whether the upload is final or not
+        # (a run that raised, or that its hard limit ended, leaves it open).
+        killed = sum(1 for tree in day.started for m in KILLED.finditer(tree.text()) if m["id"] == task_id)
+        if final_at is None and day.settle(task_id, 0, killed=killed):
             final_at = time.monotonic()
         ended = sum(ends for _came, ends in seen.values())
         if final_at is not None and (ended >= len(started) or time.monotonic() > final_at + ENDING_GRACE):

@@ -590,6 +590,8 @@ _FOLLOWS_THE_LOAD = (
     (r"\(\d+ files counted", "(N files counted"),
     (r"│ +[\d,]+ │ measured", "│ T │ measured"),
     (r"\b\d+ (documents|booked|letter|model calls|letters|of its|run)", r"N \1"),
+    # A busy machine stretches a run past its hard limit (a rehearsal's second run of the starter).
+    (r"run ended: (succeeded|killed at its [\d,]+ s hard limit)$", "run ended: succeeded, or killed at its hard limit"),
     (r"delivered \d+x", "delivered Nx"),
     (r"\.txt \d+x", ".txt Nx"),
     # How many of the redeliveries had sent their letter when the check looked is a race.
