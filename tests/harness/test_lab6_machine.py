@@ -172,6 +172,29 @@ def test_the_soft_limit_line_of_celerys_default_log_format_is_read():
     assert at == time.mktime(time.strptime("2026-12-05 23:14:40", "%Y-%m-%d %H:%M:%S")) + 0.126
 
 
+def test_a_soft_limit_the_pool_logged_after_the_read_counts_as_counted_late(tmp_path):
+    """A rehearsal left a prefork fix's question 'running' at its read (0 of 3 steps done, no limit logged yet):
+    a pool that begins counting the soft limit late is the machine's, also when it logs it after the read."""
+    task_id = "4c2e24d2-1868-4e55-a2fd-2bbc75897ba2"
+    started = time.mktime(time.strptime("2026-12-06 16:10:00", "%Y-%m-%d %H:%M:%S"))
+    log = tmp_path / "worker.log"
+    log.write_text("[2026-12-06 16:11:20,000: WARNING/MainProcess] Soft time limit (45s) exceeded for "
+                   f"kontor.assistant.answer_question[{task_id}]\n")
+    watch = lab6.Watch(meter=None, log=log, task_ids={41: task_id})
+    still_open = _ending(run_id=41, status="running", seconds=None, steps=3, done=0, stored=0, message="")
+    still_open.started, still_open.read_after = started, 67.0
+    symptom = "run 41 was still 'running' 65 s after it started (0 of 3 steps done)"
+    assert lab6.late(still_open, lab6.PROMISE) == symptom
+    lab6.count_late_limits([still_open], lab6.PROMISE, watch)
+    said = lab6.late(still_open, lab6.PROMISE)
+    assert isinstance(said, Unmeasured) and said == (f"{symptom}, but the pool began counting its 45 s soft limit "
+                                                     "35 s after the run started (is the machine very busy?)"), said
+    on_time = _ending(run_id=41, status="running", seconds=None, steps=3, done=0, stored=0, message="")
+    on_time.started, on_time.read_after = started + 35.0, 67.0  # the same line, 45 s after this run's start
+    lab6.count_late_limits([on_time], lab6.PROMISE, watch)
+    assert lab6.late(on_time, lab6.PROMISE) == symptom
+
+
 def test_the_hard_limit_line_of_celerys_default_log_format_is_read():
     """As a lab 6 worker logged it under load (Celery 5.6.3): an ERROR line, beside the soft limit's WARNING."""
     text = ("[2026-12-06 13:43:13,791: WARNING/MainProcess] Soft time limit (45s) exceeded for "

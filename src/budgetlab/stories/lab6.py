@@ -248,6 +248,22 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                   killed_lost=killed_lost, called_after_soft=called_after_soft)
 
 
+def count_late_limits(endings: list[Ending], promise: float, watch: Watch) -> None:
+    """For each run still open when it was read, and for which the worker had logged no soft limit, note how late
+    the pool began counting a soft limit within `promise` that it logged since (counted_late; see late()).
+
+    A busy master fires its timers late: a rehearsal's prefork fix left a question 'running' at its read with no
+    soft limit logged yet. Read once, at the end of the afternoon; only a limit counted from after the run's
+    start counts (a log in another time zone would not).
+    """
+    for ending in endings:
+        if ending.seconds is not None or ending.soft_limit is not None or ending.started is None:
+            continue
+        fired, _killed = watch.limits_fired(ending.run_id)
+        if fired is not None and fired[0] <= promise and fired[1] >= ending.started + fired[0]:
+            ending.soft_limit, ending.counted_late = fired[0], fired[1] - fired[0] - ending.started
+
+
 def has_started(run_id: int) -> bool:
     return _models().AgentRun.objects.filter(pk=run_id, started_at__isnull=False).exists()
 
@@ -594,6 +610,8 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
         afternoon.held_review_written = stalls.fired(review_stall)
     if hold_a_write:
         stalls.release()
+    for endings in (afternoon.before, afternoon.during, afternoon.after):
+        count_late_limits(endings, PROMISE, watch)
     on_phase("done")
     return afternoon
 
