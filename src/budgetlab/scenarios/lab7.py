@@ -78,6 +78,7 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
     # Named in the order they receive the task, not started: which idle worker gets a message is a race.
     names: dict[int, str] = {}
     seen: dict[int, tuple[int, int]] = {id(tree): (0, 0) for tree in day.started}
+    killed: dict[int, int] = {}  # runs of the task each worker's pool logged ending at their hard limit
     started: list[float] = []
     first_run = None
     deadline = sent + 4 * lab7.run_wait()
@@ -89,10 +90,11 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
         for tree in day.started:
             text = tree.text()
             came = len([m for m in RECEIVED.finditer(text) if m["id"] == task_id])
+            kills = [m for m in KILLED.finditer(text) if m["id"] == task_id]
+            killed[id(tree)] = len(kills)
             ends = [how for _at, how in sorted(
                 [(m.start(), m["how"]) for m in ENDED.finditer(text) if m["id"] == task_id]
-                + [(m.start(), f"killed at its {float(m['limit']):,.0f} s hard limit") for m in KILLED.finditer(text)
-                   if m["id"] == task_id])]
+                + [(m.start(), f"killed at its {float(m['limit']):,.0f} s hard limit") for m in kills])]
             old_came, old_ends = seen[id(tree)]
             if came > old_came and id(tree) not in names:
                 names[id(tree)] = f"worker {chr(ord('A') + len(names))}"
@@ -111,8 +113,7 @@ def _watch(console: Console, day: lab7.Day, task_id: str, upload_id: int, sent: 
             seen[id(tree)] = (came, len(ends))
         # Every delivery ended and none waiting: nothing more will happen, whether the upload is final or not
         # (a run that raised, or that its hard limit ended, leaves it open).
-        killed = sum(1 for tree in day.started for m in KILLED.finditer(tree.text()) if m["id"] == task_id)
-        if final_at is None and day.settle(task_id, 0, killed=killed):
+        if final_at is None and day.settle(task_id, 0, killed=sum(killed.values())):
             final_at = time.monotonic()
         ended = sum(ends for _came, ends in seen.values())
         if final_at is not None and (ended >= len(started) or time.monotonic() > final_at + ENDING_GRACE):

@@ -11,6 +11,7 @@ ended, read once, in production seconds.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -190,15 +191,21 @@ class Watch:
         self.task_ids[run_id] = rig.client.send_task(task, args=[run_id], queue=queue).id
         return sent
 
-    def limits_fired(self, run_id: int) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-        """The soft and the hard limit the worker logged firing for a run's task, each with when (production
-        time); None for one it did not log. The log is read once."""
+    def limits_logged(self) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]]]:
+        """The soft and the hard limits the worker has logged firing, by task id (see soft_limits_logged), from
+        one read of its log."""
         try:
             text = self.log.read_text(errors="replace")
         except OSError:
-            return None, None
+            return {}, {}
+        return soft_limits_logged(text), hard_limits_logged(text)
+
+    def limits_fired(self, run_id: int) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        """The soft and the hard limit the worker logged firing for a run's task, each with when (production
+        time); None for one it did not log."""
         task_id = self.task_ids.get(run_id, "")
-        return soft_limits_logged(text).get(task_id), hard_limits_logged(text).get(task_id)
+        soft, hard = self.limits_logged()
+        return soft.get(task_id), hard.get(task_id)
 
     def called_after(self, goal: str, wall: float) -> bool | None:
         """Whether a run whose prompts carry `goal` called the model after the wall time `wall`; None when no call
@@ -233,7 +240,7 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                 lost = to_production(watch.meter.lost(clock.wall_time(started + promise, time_scale()), until))
                 fired, killed = watch.limits_fired(run.pk)
                 # Only a limit that fired while the run was open counts (a log in another time zone would not).
-                if fired is not None and fired[0] <= promise and started + fired[0] <= fired[1] <= started + ran + 1.0:
+                if _counted_from(fired, promise, started, until=started + ran + 1.0):
                     soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
                 if seconds is None and fired is not None and killed is not None and fired[1] <= killed[1]:
                     kill_window = killed[1] - fired[1]
@@ -248,19 +255,27 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                   killed_lost=killed_lost, called_after_soft=called_after_soft)
 
 
+def _counted_from(fired: tuple[float, float] | None, promise: float, started: float, until: float) -> bool:
+    """Whether a soft limit the worker logged firing (the limit, when) is one within `promise` that the pool
+    counted from after the run's start, `started`, and fired by `until` (production times)."""
+    return fired is not None and fired[0] <= promise and started + fired[0] <= fired[1] <= until
+
+
 def count_late_limits(endings: list[Ending], promise: float, watch: Watch) -> None:
     """For each run still open when it was read, and for which the worker had logged no soft limit, note how late
     the pool began counting a soft limit within `promise` that it logged since (counted_late; see late()).
 
     A busy master fires its timers late: a rehearsal's prefork fix left a question 'running' at its read with no
-    soft limit logged yet. Read once, at the end of the afternoon; only a limit counted from after the run's
-    start counts (a log in another time zone would not).
+    soft limit logged yet. The log is read once, at the end of the afternoon.
     """
-    for ending in endings:
-        if ending.seconds is not None or ending.soft_limit is not None or ending.started is None:
-            continue
-        fired, _killed = watch.limits_fired(ending.run_id)
-        if fired is not None and fired[0] <= promise and fired[1] >= ending.started + fired[0]:
+    still_open = [ending for ending in endings
+                  if ending.seconds is None and ending.soft_limit is None and ending.started is not None]
+    if not still_open:
+        return
+    soft, _hard = watch.limits_logged()
+    for ending in still_open:
+        fired = soft.get(watch.task_ids.get(ending.run_id, ""))
+        if _counted_from(fired, promise, ending.started, until=math.inf):
             ending.soft_limit, ending.counted_late = fired[0], fired[1] - fired[0] - ending.started
 
 
@@ -610,8 +625,7 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
         afternoon.held_review_written = stalls.fired(review_stall)
     if hold_a_write:
         stalls.release()
-    for endings in (afternoon.before, afternoon.during, afternoon.after):
-        count_late_limits(endings, PROMISE, watch)
+    count_late_limits([*afternoon.before, *afternoon.during, *afternoon.after], PROMISE, watch)
     on_phase("done")
     return afternoon
 
