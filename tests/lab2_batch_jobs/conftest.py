@@ -37,14 +37,16 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
     """
     folder = tmp_path_factory.mktemp("lab2")
     with Rig(target_dir, label="check") as rig, rig.django(), StallMeter() as meter:
+        queue = rig.queue()
+        # The jobs are written while the worker boots: nothing runs before they are sent.
+        tree = rig.start_worker([queue], MODULES, CONCURRENCY, latency_plan=latency_plan(), log=folder / "worker.log",
+                                wait=False)
         # The jobs that meet their limits first, so that each has a child from the start.
         jobs = {spec: create_job(spec) for spec in (*OVERSIZED, *LANDINGS, *WITH_BAD_ITEMS, *FITTING)}
         held = {spec: stall_of(spec, jobs[spec]) for spec in LANDINGS}
         stalls.install(list(held.values()))
-        queue = rig.queue()
         try:
-            tree = rig.start_worker([queue], MODULES, CONCURRENCY, latency_plan=latency_plan(),
-                                    log=folder / "worker.log")
+            rig.ready(tree)
         except WorkerDidNotStart as exc:
             raise could_not_start(target_dir, exc) from None
         meter.watch(tree.pids)

@@ -179,7 +179,7 @@ class Rig:
                      extra_args: list[str] | None = None, settings_module: str | None = None,
                      latency_plan: dict | None = None, extra_env: dict | None = None, argv: list[str] | None = None,
                      expect_ready: int = 1, cwd: Path | None = None, log: Path | None = None,
-                     timeout: float | None = None) -> WorkerTree:
+                     timeout: float | None = None, wait: bool = True) -> WorkerTree:
         """Start a real worker tree with the target's code and wait for its "ready." lines.
 
         `argv` replaces the `celery worker` command line (lab 1 starts the
@@ -187,6 +187,8 @@ class Rig:
         `pool` adds `--pool`. A tree that does not start raises
         WorkerDidNotStart and is already stopped. Every tree is killed by
         PID when the rig closes; stop one earlier with `tree.stop(grace)`.
+        With wait=False it returns once the tree is started: the caller
+        does other work while the worker boots, then calls `ready(tree)`.
         """
         self._require_open()
         # A worker of one queue is that deployment's worker: a task its code sends without naming a queue
@@ -200,8 +202,13 @@ class Rig:
         log = log or self.folder() / f"worker-{len(self._trees)}.log"
         tree = WorkerTree(argv, env, log, expect_ready=expect_ready, cwd=cwd)
         self._trees.append(tree)
+        tree.start(wait=False)
+        return self.ready(tree, timeout) if wait else tree
+
+    def ready(self, tree: WorkerTree, timeout: float | None = None) -> WorkerTree:
+        """Wait for a tree `start_worker` started to be ready; raise WorkerDidNotStart (tree stopped) if it is not."""
         try:
-            tree.start(timeout=timeout or 30.0 + 15.0 * (expect_ready - 1))
+            tree.finish_start(timeout=timeout or 30.0 + 15.0 * (tree.expect_ready - 1))
         except BudgetlabError as exc:
             raise WorkerDidNotStart(str(exc), tree) from None
         return tree

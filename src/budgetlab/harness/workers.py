@@ -150,8 +150,8 @@ class WorkerTree:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def start(self, timeout: float = 30.0) -> None:
-        """Start the tree and wait for every expected "ready." line."""
+    def start(self, timeout: float = 30.0, wait: bool = True) -> None:
+        """Start the tree and wait for every expected "ready." line (with wait=False, `finish_start` waits)."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.log.write_bytes(b"")
         import subprocess
@@ -164,6 +164,11 @@ class WorkerTree:
         # the tree itself if the grading process dies before it could.
         checkreport.write({"kind": "worker", "log": str(self.log), "pid": self.proc.pid,
                            "started": process.start_ticks(self.proc.pid)})
+        if wait:
+            self.finish_start(timeout)
+
+    def finish_start(self, timeout: float = 30.0) -> None:
+        """Wait for every expected "ready." line of a started tree; stop the tree when they do not come."""
         try:
             self.wait_ready(timeout)
         except BaseException:
