@@ -172,3 +172,28 @@ def test_two_checks_of_one_lab_rotate_its_log_without_tripping_on_each_other(tmp
     for thread in threads:
         thread.join()
     assert not errors, errors[:3]
+
+
+@pytest.mark.stack  # preflight asks for the running stack
+def test_a_stale_template_stops_the_graders_already_starting(sample_root, tmp_path, monkeypatch):
+    """`check` reads the template's age while pytest starts: a stale one still ends in its one line, and the
+    grading process already started is stopped, leaving no process behind."""
+    from budgetlab import labs, targets
+    from budgetlab.commands import checking
+    from budgetlab.errors import BudgetlabError
+    from budgetlab.harness import database, workers
+
+    monkeypatch.setenv("BUDGETLAB_LABS_ROOT", str(sample_root))
+    monkeypatch.setenv("BUDGETLAB_STATE_DIR", str(tmp_path / "state"))
+    said = "the workshop's database was made by an older budgetlab or for other code"
+    read = []
+
+    def stale() -> None:
+        read.append(os.getpid())
+        raise BudgetlabError(said)
+
+    monkeypatch.setattr(database, "require_current", stale)
+    with pytest.raises(BudgetlabError, match=said):
+        checking.grade(labs.get(1), targets.resolve("labs"))
+    assert read == [os.getpid()]
+    assert workers.tree_of(os.getpid()) == {os.getpid()}

@@ -34,7 +34,7 @@ class Day:
 
 @pytest.fixture(scope="session")
 def day(target_dir, stack_ready) -> Day:
-    """Replay the four delivery plans on two workers with the target's code; read the effects once."""
+    """Replay the four delivery plans on four workers with the target's code, two to a queue; read the effects once."""
     from budgetlab.harness.rig import Rig, WorkerDidNotStart
 
     # Lab 7 waits out hour-long visibility timeouts: it runs on its own, faster clock.
@@ -46,12 +46,17 @@ def day(target_dir, stack_ready) -> Day:
         # Two workers for the kill, whose takeover waits out the visibility timeout, and two for the other plans,
         # which run meanwhile; the start-up check's workers boot once those four are up.
         days = [lab7.Day(rig, MODEL_SECONDS, wait=False) for _ in range(2)]
-        try:
-            killing, workers = [day.ready() for day in days]
-        except WorkerDidNotStart as exc:
+        refused = []
+        for day in days:  # every start ends before the check says anything, so none outlives the rig
+            try:
+                day.ready()
+            except WorkerDidNotStart as exc:
+                refused.append(exc)
+        if refused:
             # A start-up check may refuse the deployment itself: that is the code's verdict, not a grading failure.
             raise AssertionError(f"the upload workers did not start with the {target_dir.name} code: "
-                                 f"{exc.tree.last_error() or exc}") from None
+                                 f"{refused[0].tree.last_error() or refused[0]}")
+        killing, workers = days
         killed = lab7.alongside(lambda: killing.run_killed(LONG, KILL_AFTER))
         long_budget = lab7.start_with_long_budget(rig, "budget")
         long_retry = lab7.start_with_long_budget(rig, "retry")

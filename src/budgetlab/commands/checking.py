@@ -84,13 +84,15 @@ class Outcome:
 
 
 def preflight(lab: Lab, target: Target) -> None:
-    """Refuse to grade when the result would mean nothing; each reason is one line."""
+    """Refuse to grade when the result would mean nothing; each reason is one line.
+
+    The template's age is not read here: `grade` reads it while pytest starts.
+    """
     changed = integrity.modified(labs_root(), under=f"{lab.slug}/", top_level=True)
     if changed:
         raise BudgetlabError(f"grader files modified ({', '.join(sorted(set(changed))[:3])}); "
                              "restore tests/ from git to be graded like everyone else")
     stack.require()
-    database.require_current()
     root = target.lab_folder(lab)
     for name in lab.files:
         if not (root / name).exists():
@@ -176,6 +178,9 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
                             stdin=subprocess.DEVNULL, start_new_session=True)
     log.drain(proc.stdout)
     try:
+        # Read while pytest starts (psycopg's import is most of a tenth of a second of it): pytest imports and
+        # collects for several times as long before a grader copies the template, and a stale one ends it here.
+        database.require_current()
         outcome.could_not_grade = _follow(proc, report, probe, outcome, watch, on_result)
         if outcome.could_not_grade is None and proc.returncode not in (0, 1):
             outcome.could_not_grade = stack.fault() or probe.wait_verdict()

@@ -198,7 +198,7 @@ class Outcome:
 
 
 class Day:
-    """Two workers with the target's code on one queue, a shared call log, and the broker's Redis."""
+    """Two workers with the target's code on a queue of their own, their call log, and the broker's Redis."""
 
     def __init__(self, rig, model_seconds: float, workers: int = 2, wait: bool = True):
         """Start the day's workers; with wait=False, return at once and let `ready()` wait for them."""
