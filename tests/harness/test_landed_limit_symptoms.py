@@ -156,11 +156,12 @@ def review():
         yield module
 
 
-def _held_review(status="running", seconds=None, message="", items_done=1, written=True):
-    """The held review of lab 6's afternoon, as read once it was decided."""
-    ending = lab6.Ending(run_id=2, status=status, message=message, steps_total=30, steps_stored=items_done,
+def _held_review(status="running", seconds=None, message="", items_done=1, written=True, write="answer"):
+    """Lab 6's afternoon with one held review (see lab6.HELD_REVIEWS), as read once it was decided."""
+    steps = lab6.HELD_REVIEWS[write][1]
+    ending = lab6.Ending(run_id=2, status=status, message=message, steps_total=steps, steps_stored=items_done,
                          items_done=items_done, seconds=seconds, waited=0.5)
-    return SimpleNamespace(held_review=ending, held_review_written=written)
+    return SimpleNamespace(held_reviews={write: lab6.Held(ending, written)})
 
 
 def test_a_review_still_running_past_its_held_write_says_so_and_how_far_it_got(review):
@@ -182,6 +183,24 @@ def test_a_held_review_that_miscounts_says_what_it_finished(review):
                  _held_review(status="failed", seconds=196.0, message="timed out after 0 of 30 steps"))
     assert said == ("run 2 ended failed with 'timed out after 0 of 30 steps'; it finished 1 of 30 steps, and its "
                     "message should say so"), said
+
+
+def test_a_review_still_running_past_its_held_ending_says_which_write_was_held(review):
+    said = _said(review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count,
+                 _held_review(write="ending"))
+    assert said == ("run 2 was still 'running' 215 s after it started (1 of 1 steps done); the database held the "
+                    "write that ends it until 15 s past its 180 s budget (allowed: that and the tolerance of 20 s)"), said
+
+
+def test_a_review_whose_held_ending_came_late_but_in_time_may_say_succeeded(review):
+    review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count(
+        _held_review(status="succeeded", seconds=196.0, write="ending"))
+
+
+def test_a_review_whose_held_ending_failed_must_still_count(review):
+    said = _said(review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count,
+                 _held_review(status="failed", seconds=196.0, message="timed out", write="ending"))
+    assert said == ("run 2 ended failed with 'timed out'; it finished 1 of 1 steps, and its message should say so"), said
 
 
 @pytest.fixture(scope="module")

@@ -87,10 +87,14 @@ WARM_UP_MOST = 32
 HELD_NUMBERS = {"answer": -2, "ending": -3}
 HELD_WRITES = {"answer": "its answer's write", "ending": "the write that ends it"}
 HELD_SECONDS = 56.0
-# The checks' held review (see Afternoon.held_review): its first answer, written one healthy call into the
-# run, is held by the database until this many production seconds past the review's budget, so a soft
-# limit lands inside that write, and a run that no limit interrupts (threads) gets it back in time to end.
+# The checks' held reviews (see Afternoon.held_reviews), started with the review: the database holds one write
+# of each until this many production seconds past the review's budget, so a soft limit lands inside it, and a
+# run that no limit interrupts (threads) gets it back in time to end. A thirty-step review's first answer and a
+# one-step review's ending, each written about one healthy call into the run; by the write held, the month each
+# reviews, its steps, and the write in a check's words:
 HELD_REVIEW_PAST = 15.0
+HELD_REVIEWS = {"answer": ("February", REVIEW_STEPS), "ending": ("January", 1)}
+HELD_REVIEW_WRITES = {"answer": "its first answer's write", "ending": "the write that ends it"}
 
 
 @dataclass
@@ -148,10 +152,10 @@ def create_question(number: int, steps: tuple[str, ...] = QUESTION_STEPS, pk: in
                                      goal=f"Why was invoice {1000 + number} charged twice?", steps=list(steps))
 
 
-def create_review(month: str = "March"):
+def create_review(month: str = "March", steps: int = REVIEW_STEPS):
     m = _models()
     return m.AgentRun.objects.create(company=m.Company.objects.order_by("id").first(), goal=f"the month of {month}",
-                                     steps=[f"Explain open item {n}" for n in range(1, REVIEW_STEPS + 1)])
+                                     steps=[f"Explain open item {n}" for n in range(1, steps + 1)])
 
 
 # The line a pool logs when a soft limit fires (Celery 5.6's Request.on_timeout, celery/worker/request.py:532), in
@@ -415,7 +419,8 @@ def review_untested(afternoon: Afternoon) -> Unmeasured | None:
 
 @dataclass
 class Held:
-    """How a held question ended (see HELD_NUMBERS), and whether its code reached the write the database held."""
+    """How a held question or review ended (see HELD_NUMBERS, HELD_REVIEWS), and whether its code reached the write
+    the database held."""
 
     ending: Ending
     written: bool
@@ -432,10 +437,9 @@ class Afternoon:
     # Checks only (`budgetlab run 6` asks none): the questions asked with the recovered ones one of whose writes
     # the database held for HELD_SECONDS, by the write held (see HELD_NUMBERS).
     held: dict[str, Held] = field(default_factory=dict)
-    # Checks only, likewise: a second review, started with the first, whose first answer the database held
-    # until HELD_REVIEW_PAST after its budget, and whether that write reached the database at all.
-    held_review: Ending | None = None
-    held_review_written: bool = False
+    # Checks only, likewise: the reviews started with the first one of whose writes the database held until
+    # HELD_REVIEW_PAST after the review's budget, by the write held (see HELD_REVIEWS).
+    held_reviews: dict[str, Held] = field(default_factory=dict)
     held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
     review_running: bool = False  # whether the review was still running at that moment
     relapse_at: float | None = None  # production time at which the model hung again for the rest of the afternoon
@@ -449,9 +453,10 @@ def play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], None
     "done" as the afternoon moves on (the live view redraws on them).
     With `hold_a_write` (the checks) two more questions are asked with the
     recovered ones, and the database holds one's answer and the other's
-    ending past the promise; a second review starts with the first, and the
-    database holds its first answer's write past its budget: where a pool
-    applies the soft limit, it lands in those writes.
+    ending past the promise; two more reviews start with the first, and the
+    database holds one's first answer and the other's ending past the
+    review's budget: where a pool applies the soft limit, it lands in
+    those writes.
     Raises the rig's WorkerDidNotStart when the target's code does not start.
     """
     # The records this process writes (the questions, the review) carry production time on lab 6's clock.
@@ -472,12 +477,12 @@ def held_late(ending: Ending) -> str | None:
 
 
 def held_review_allowance() -> float:
-    """Production seconds the held review may take: its budget, the hold past it, the tolerance."""
+    """Production seconds a held review may take: its budget, the hold past it, the tolerance."""
     return REVIEW_BUDGET + HELD_REVIEW_PAST + REVIEW_TOLERANCE
 
 
 def held_review_late(ending: Ending) -> str | None:
-    """Describe how the held review missed its allowance (see held_review_allowance); None if it kept it."""
+    """Describe how a held review missed its allowance (see held_review_allowance); None if it kept it."""
     return late(ending, REVIEW_BUDGET + HELD_REVIEW_PAST, REVIEW_TOLERANCE)
 
 
@@ -566,19 +571,20 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
 
     review = create_review()
     review_sent = watch.send(rig, REVIEW_TASK, review.pk, queue)
-    held_review = review_stall = None
-    held_ids, held_stalls = {}, {}
+    held_reviews, held_ids, held_stalls, review_stalls, held_reviews_sent = {}, {}, {}, {}, {}
     if hold_a_write:
-        held_review, held_ids = create_review("February"), {write: _reserve_run_id() for write in HELD_NUMBERS}
-        # Every stall goes in now: creating a trigger waits for every write in progress on the table, so once the
+        held_reviews = {write: create_review(month, steps) for write, (month, steps) in HELD_REVIEWS.items()}
+        held_ids = {write: _reserve_run_id() for write in HELD_NUMBERS}
+        # Every stall goes in now: creating a trigger waits for every write in progress on the table, so once a
         # held review's write is held, a trigger created later would wait with it (and hold up every answer).
-        # Its first answer comes one healthy call into the run; the hold ends HELD_REVIEW_PAST after its budget.
-        review_stall = _held_answer(held_review.pk, "lab6_held_review",
-                                    REVIEW_BUDGET + HELD_REVIEW_PAST - HEALTHY_LATENCY)
+        # Each held write comes one healthy call into its run; the hold ends HELD_REVIEW_PAST after the budget.
+        review_stalls = {write: _HOLDS[write](run.pk, f"lab6_held_review_{write}",
+                                              REVIEW_BUDGET + HELD_REVIEW_PAST - HEALTHY_LATENCY)
+                         for write, run in held_reviews.items()}
         held_stalls = {write: _HOLDS[write](run_id, f"lab6_held_{write}", HELD_SECONDS)
                        for write, run_id in held_ids.items()}
-        stalls.install([review_stall, *held_stalls.values()])
-        held_review_sent = watch.send(rig, REVIEW_TASK, held_review.pk, queue)
+        stalls.install([*review_stalls.values(), *held_stalls.values()])
+        held_reviews_sent = {run.pk: watch.send(rig, REVIEW_TASK, run.pk, queue) for run in held_reviews.values()}
     # The first task a fresh worker takes pays for its start-up; no question should.
     wait_until(lambda: has_started(review.pk), time.monotonic() + 10)
     on_phase("healthy")
@@ -618,11 +624,13 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
         afternoon.held = {write: Held(read_ending(run, held_sent[run.pk], PROMISE + HELD_SECONDS, watch),
                                       stalls.fired(held_stalls[write]))
                           for write, run in held.items()}
-    if held_review is not None:
-        wait_until(lambda: all_decided({held_review.pk: held_review_sent}, held_review_allowance(), watch),
+    if held_reviews:
+        wait_until(lambda: all_decided(held_reviews_sent, held_review_allowance(), watch),
                    time.monotonic() + 2 * (to_wall(held_review_allowance()) + SLACK))
-        afternoon.held_review = read_ending(held_review, held_review_sent, REVIEW_BUDGET + HELD_REVIEW_PAST, watch)
-        afternoon.held_review_written = stalls.fired(review_stall)
+        afternoon.held_reviews = {
+            write: Held(read_ending(run, held_reviews_sent[run.pk], REVIEW_BUDGET + HELD_REVIEW_PAST, watch),
+                        stalls.fired(review_stalls[write]))
+            for write, run in held_reviews.items()}
     if hold_a_write:
         stalls.release()
     count_late_limits([*afternoon.before, *afternoon.during, *afternoon.after], PROMISE, watch)
