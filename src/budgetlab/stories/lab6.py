@@ -437,7 +437,7 @@ class Afternoon:
     # Checks only (`budgetlab run 6` asks none): the questions asked with the recovered ones one of whose writes
     # the database held for HELD_SECONDS, by the write held (see HELD_NUMBERS).
     held: dict[str, Held] = field(default_factory=dict)
-    # Checks only, likewise: the reviews started with the first one of whose writes the database held until
+    # Checks only, likewise: the reviews started with the first, one of whose writes the database held until
     # HELD_REVIEW_PAST after the review's budget, by the write held (see HELD_REVIEWS).
     held_reviews: dict[str, Held] = field(default_factory=dict)
     held_after_spell: int = 0  # calls still held for a connected client once the spell's questions were over
