@@ -173,3 +173,20 @@ def test_the_run_view_reads_a_run_its_hard_limit_ended_as_ended():
     said = logged % (7200, "kontor.uploads.process_upload", task_id)
     seen = view.KILLED.search(f"[2026-12-06 16:44:11,198: ERROR/MainProcess] {said}")
     assert seen and seen["id"] == task_id and float(seen["limit"]) == 7200
+
+
+def test_a_copy_restored_into_the_queue_is_still_held(broker_url):
+    """A plan settles only once the broker holds no copy of its message: neither unacknowledged nor restored into
+    the queue and not taken yet (a later plan on the same files would otherwise count that copy's bills)."""
+    import json
+
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    try:
+        client.hset(lab7.UNACKED, "tag-1", json.dumps([{"headers": {"id": "running"}}, "", "uploads"]))
+        client.rpush("uploads", json.dumps({"headers": {"id": "restored", "redelivered": True}, "body": ""}))
+        client.rpush("elsewhere", json.dumps({"headers": {"id": "another queue's"}, "body": ""}))
+        assert sorted(lab7.held_for(client, "uploads")) == ["restored", "running"]
+    finally:
+        client.close()

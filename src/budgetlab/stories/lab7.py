@@ -121,6 +121,21 @@ def unacked(redis_client) -> dict[str, str]:
     return found
 
 
+def held_for(redis_client, queue: str) -> list[str]:
+    """Return the task ids of the messages the broker still holds for `queue`: unacknowledged, or waiting in it.
+
+    A copy kombu restored waits in the queue until a worker takes it. Both
+    are read in one transaction, as kombu restores in one (kombu 5.7.0,
+    `QoS.restore_by_tag`): a copy being restored is seen on one side.
+    """
+    with redis_client.pipeline(transaction=True) as pipe:
+        pipe.hgetall(UNACKED)
+        pipe.lrange(queue, 0, -1)
+        held, waiting = pipe.execute()
+    messages = [json.loads(raw)[0] for raw in held.values()] + [json.loads(raw) for raw in waiting]
+    return [message.get("headers", {}).get("id", "") for message in messages]
+
+
 def age_unacked(redis_client, task_id: str) -> int:
     """Make the task's unacknowledged message look years old; kombu's next sweep redelivers it.
 
@@ -248,12 +263,16 @@ class Day:
         return task_id
 
     def settle(self, task_id: str, timeout: float, killed: int = 0) -> bool:
-        """Wait until every delivery of the task has ended (or was killed) and none is pending; return whether it did."""
+        """Wait until every delivery of the task has ended (or was killed) and none is pending; return whether it did.
+
+        Pending is a copy the broker still holds: unacknowledged, or restored
+        into the queue and not taken yet (a later plan would count its bills).
+        """
         def settled():
             logs = self.logs()
             came = deliveries(logs, task_id)
             return (came > 0 and endings(logs, task_id) + killed >= came
-                    and task_id not in unacked(self.redis).values())
+                    and task_id not in held_for(self.redis, self.queue))
         return wait_for(settled, timeout)
 
     def finish_runs(self, task_id: str, came: int, timeout: float, killed: int = 0) -> bool:
