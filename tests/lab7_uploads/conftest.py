@@ -1,4 +1,4 @@
-"""The one day behind lab 7's checks: four delivery plans on real workers, two to a queue, effects counted after."""
+"""The one day behind lab 7's checks: two real workers on one queue, four delivery plans, effects counted after."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Day:
 
 @pytest.fixture(scope="session")
 def day(target_dir, stack_ready) -> Day:
-    """Replay the four delivery plans on four workers with the target's code, two to a queue; read the effects once."""
+    """Replay the four delivery plans on two workers with the target's code; read the effects once."""
     from budgetlab.harness.rig import Rig, WorkerDidNotStart
 
     # Lab 7 waits out hour-long visibility timeouts: it runs on its own, faster clock.
@@ -43,25 +43,19 @@ def day(target_dir, stack_ready) -> Day:
             visibility_timeout = lab7.configured_visibility_timeout()
         except Exception as exc:  # the learner's settings are graded only if they import
             raise CouldNotGrade(f"{lab7.SLUG}/settings.py does not import: {type(exc).__name__}: {exc}") from None
-        # Two workers for the kill, whose takeover waits out the visibility timeout, and two for the other plans,
-        # which run meanwhile; the start-up check's workers boot once those four are up.
-        days = [lab7.Day(rig, MODEL_SECONDS, wait=False) for _ in range(2)]
-        refused = []
-        for day in days:  # every start ends before the check says anything, so none outlives the rig
-            try:
-                day.ready()
-            except WorkerDidNotStart as exc:
-                refused.append(exc)
-        if refused:
-            # A start-up check may refuse the deployment itself: that is the code's verdict, not a grading failure.
-            raise AssertionError(f"the upload workers did not start with the {target_dir.name} code: "
-                                 f"{refused[0].tree.last_error() or refused[0]}")
-        killing, workers = days
-        killed = lab7.alongside(lambda: killing.run_killed(LONG, KILL_AFTER))
+        # The start-up check's workers boot beside the day's two.
         long_budget = lab7.start_with_long_budget(rig, "budget")
         long_retry = lab7.start_with_long_budget(rig, "retry")
+        try:
+            workers = lab7.Day(rig, MODEL_SECONDS)
+        except WorkerDidNotStart as exc:
+            long_budget(), long_retry()
+            # A start-up check may refuse the deployment itself: that is the code's verdict, not a grading failure.
+            raise AssertionError(f"the upload workers did not start with the {target_dir.name} code: "
+                                 f"{exc.tree.last_error() or exc}") from None
         raced = workers.run_raced(SHORT)
         once = workers.run_once(SHORT)
         redelivered = workers.run_redelivered(LONG)
-        return Day(raced=raced, once=once, redelivered=redelivered, killed=killed(), long_budget=long_budget(),
+        killed = workers.run_killed(LONG, KILL_AFTER)
+        return Day(raced=raced, once=once, redelivered=redelivered, killed=killed, long_budget=long_budget(),
                    long_retry=long_retry(), visibility_timeout=visibility_timeout)

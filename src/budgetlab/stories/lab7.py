@@ -213,43 +213,24 @@ class Outcome:
 
 
 class Day:
-    """Two workers with the target's code on a queue of their own, their call log, and the broker's Redis."""
+    """Two workers with the target's code on one queue, a shared call log, and the broker's Redis."""
 
-    def __init__(self, rig, model_seconds: float, workers: int = 2, wait: bool = True):
-        """Start the day's workers; with wait=False, return at once and let `ready()` wait for them."""
+    def __init__(self, rig, model_seconds: float, workers: int = 2):
         import redis
 
         _make_shared_pieces(rig)
         self.rig = rig
         self.queue = rig.queue()
-        # A call log per day: the call log names files, not uploads, and two days may run side by side.
-        self.call_log = rig.folder() / f"calls-{self.queue}.log"
+        self.call_log = rig.folder() / "calls.log"
         self.redis = redis.Redis.from_url(rig.broker_url)
         plan = latency_plan(model_seconds)
-        # The day's database sessions carry its name (Django's and any the code opens itself through libpq),
-        # so that a plan that counts runs waiting on a lock counts this day's runs only.
-        named = {"KONTOR_CALL_LOG": str(self.call_log), "KONTOR_APP_NAME": self.queue, "PGAPPNAME": self.queue}
         # Started side by side: a worker start is seconds of mostly waiting.
-        self._waiters = [in_background(lambda: rig.start_worker([self.queue], MODULES, settings_module=SETTINGS,
-                                                                latency_plan=plan, extra_env=named),
-                                       _started)
-                         for _ in range(workers)]
-        self.workers = self.started = []
-        if wait:
-            self.ready()
-
-    def ready(self) -> "Day":
-        """Wait until every worker of the day has started; raise the first WorkerDidNotStart once all starts ended."""
-        trees, failure = [], None
-        for wait in self._waiters:
-            try:
-                trees.append(wait())
-            except BaseException as exc:  # noqa: BLE001 - the other starts end first, so none outlives the rig
-                failure = failure or exc
-        if failure is not None:
-            raise failure
-        self.workers = self.started = trees
-        return self
+        waiters = [in_background(lambda: rig.start_worker([self.queue], MODULES, settings_module=SETTINGS,
+                                                          latency_plan=plan,
+                                                          extra_env={"KONTOR_CALL_LOG": str(self.call_log)}),
+                                 _started)
+                   for _ in range(workers)]
+        self.workers = self.started = [wait() for wait in waiters]
 
     def logs(self) -> list[str]:
         """Return the log of every worker started, killed ones included."""
@@ -337,10 +318,10 @@ class Day:
             self.send(upload.pk, task_id)
 
             def waiting() -> int:
-                # This day's runs waiting on the grader's row lock, or on each other (a lock a run takes itself).
+                # Runs waiting on the grader's row lock, or on each other (a lock a run takes itself).
                 return watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                       "AND application_name = %s AND cardinality(pg_blocking_pids(pid)) > 0",
-                                       [self.queue]).fetchone()[0]
+                                       "AND pid <> %s AND cardinality(pg_blocking_pids(pid)) > 0",
+                                       [holder]).fetchone()[0]
             wait_for(lambda: waiting() + endings(self.logs(), task_id) >= 2, SLACK)
             locker.commit()
         self.settle(task_id, 2 * run_wait())
@@ -608,22 +589,6 @@ def in_background(start, read):
             raise box["error"]
         return read(box.get("tree"), box.get("refused"))
     return wait
-
-
-def alongside(plan):
-    """Run `plan` (a Day's run_* call) in a thread; return a function that waits for its Outcome.
-
-    The thread's own database connection closes when the plan ends, so the
-    rig that made the database can drop it.
-    """
-    def run():
-        from django.db import connections
-
-        try:
-            return plan()
-        finally:
-            connections.close_all()  # this thread's connections only
-    return in_background(run, lambda outcome, _refused: outcome)
 
 
 def configured_visibility_timeout(settings_module: str = SETTINGS) -> float:
