@@ -8,11 +8,10 @@ from budgetlab.stories.lab6 import (HELD_REVIEW_PAST, HELD_REVIEW_WRITES, REVIEW
 from budgetlab.stories.reading import counts_in
 
 
-# What a held review met, by the write held (see HELD_REVIEWS): when its code reached that write, and when not.
-_MET = {"answer": ("met a database that held its first answer's write past its budget", "never wrote its first answer"),
-        "ending": ("met a database that held the write that ends it past its budget", "never wrote its ending")}
-_NEVER = {"answer": "its first answer never reached the database",
-          "ending": "the write that ends it never reached the database"}
+# How a held review's code that never reached the write held is told, by the write (see HELD_REVIEWS): beside
+# its lateness, and beside how far it got.
+_NOT_REACHED = {"answer": ("its first answer never reached the database", "never wrote its first answer"),
+                "ending": ("the write that ends it never reached the database", "never wrote its ending")}
 
 
 def _how_far(ending, what_happened: str) -> str | None:
@@ -46,13 +45,14 @@ def test_a_review_whose_write_the_database_holds_still_ends_with_its_count(after
     for write, held in afternoon.held_reviews.items():
         ending = held.ending
         what = (f"the database held {HELD_REVIEW_WRITES[write]} until {HELD_REVIEW_PAST:g} s past its "
-                f"{REVIEW_BUDGET:g} s budget" if held.written else _NEVER[write])
+                f"{REVIEW_BUDGET:g} s budget" if held.written else _NOT_REACHED[write][0])
         if missed := held_review_late(ending):  # keeps its kind (str, or Unmeasured for the machine's)
             problems.append(type(missed)(f"{missed}; {what} (allowed: that and the tolerance of "
                                          f"{REVIEW_TOLERANCE:g} s)"))
         elif write == "ending" and ending.status == "succeeded":
             continue  # its one step was done well inside the budget: only the write that ends it came late
-        elif said := _how_far(ending, _MET[write][0] if held.written else _MET[write][1]):
+        elif said := _how_far(ending, f"met a database that held {HELD_REVIEW_WRITES[write]} past its budget"
+                              if held.written else _NOT_REACHED[write][1]):
             problems.append(said)
     problems = faults_first(problems)
     assert not problems, "; ".join(problems)

@@ -244,8 +244,8 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                 lost = to_production(watch.meter.lost(clock.wall_time(started + promise, time_scale()), until))
                 fired, killed = watch.limits_fired(run.pk)
                 # Only a limit that fired while the run was open counts (a log in another time zone would not).
-                if _counted_from(fired, promise, started, until=started + ran + 1.0):
-                    soft_limit, counted_late = fired[0], fired[1] - fired[0] - started
+                if counted := _counted(fired, promise, started, until=started + ran + 1.0):
+                    soft_limit, counted_late = counted
                 if seconds is None and fired is not None and killed is not None and fired[1] <= killed[1]:
                     kill_window = killed[1] - fired[1]
                     killed_lost = to_production(watch.meter.lost(clock.wall_time(fired[1], time_scale()),
@@ -259,10 +259,14 @@ def read_ending(run, sent_at: float, promise: float, watch: Watch | None = None)
                   killed_lost=killed_lost, called_after_soft=called_after_soft)
 
 
-def _counted_from(fired: tuple[float, float] | None, promise: float, started: float, until: float) -> bool:
-    """Whether a soft limit the worker logged firing (the limit, when) is one within `promise` that the pool
-    counted from after the run's start, `started`, and fired by `until` (production times)."""
-    return fired is not None and fired[0] <= promise and started + fired[0] <= fired[1] <= until
+def _counted(fired: tuple[float, float] | None, promise: float, started: float,
+             until: float) -> tuple[float, float] | None:
+    """For a soft limit the worker logged firing (the limit, when) within `promise`, counted from after the run's
+    start, `started`, and fired by `until` (production times): the limit, and how long after the start the pool
+    began counting it (an Ending's soft_limit and counted_late); None for any other."""
+    if fired is None or not (fired[0] <= promise and started + fired[0] <= fired[1] <= until):
+        return None
+    return fired[0], fired[1] - fired[0] - started
 
 
 def count_late_limits(endings: list[Ending], promise: float, watch: Watch) -> None:
@@ -278,9 +282,9 @@ def count_late_limits(endings: list[Ending], promise: float, watch: Watch) -> No
         return
     soft, _hard = watch.limits_logged()
     for ending in still_open:
-        fired = soft.get(watch.task_ids.get(ending.run_id, ""))
-        if _counted_from(fired, promise, ending.started, until=math.inf):
-            ending.soft_limit, ending.counted_late = fired[0], fired[1] - fired[0] - ending.started
+        if counted := _counted(soft.get(watch.task_ids.get(ending.run_id, "")), promise, ending.started,
+                               until=math.inf):
+            ending.soft_limit, ending.counted_late = counted
 
 
 def has_started(run_id: int) -> bool:

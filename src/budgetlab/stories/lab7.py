@@ -112,13 +112,15 @@ def calls(call_log: Path) -> list[str]:
     return [line.split()[1] for line in lines if line.startswith("model ")]
 
 
+def _task_id(message: dict) -> str:
+    """The task id a kombu message carries in its headers ('' when none)."""
+    return message.get("headers", {}).get("id", "")
+
+
 def unacked(redis_client) -> dict[str, str]:
     """Return the broker's unacknowledged messages, delivery tag -> task id."""
-    found = {}
-    for tag, raw in redis_client.hgetall(UNACKED).items():
-        message = json.loads(raw)[0]
-        found[tag.decode()] = message.get("headers", {}).get("id", "")
-    return found
+    # Each is kept as [message, exchange, routing key].
+    return {tag.decode(): _task_id(json.loads(raw)[0]) for tag, raw in redis_client.hgetall(UNACKED).items()}
 
 
 def held_for(redis_client, queue: str) -> list[str]:
@@ -132,8 +134,7 @@ def held_for(redis_client, queue: str) -> list[str]:
         pipe.hgetall(UNACKED)
         pipe.lrange(queue, 0, -1)
         held, waiting = pipe.execute()
-    messages = [json.loads(raw)[0] for raw in held.values()] + [json.loads(raw) for raw in waiting]
-    return [message.get("headers", {}).get("id", "") for message in messages]
+    return [_task_id(json.loads(raw)[0]) for raw in held.values()] + [_task_id(json.loads(raw)) for raw in waiting]
 
 
 def age_unacked(redis_client, task_id: str) -> int:
