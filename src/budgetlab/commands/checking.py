@@ -30,6 +30,7 @@ from budgetlab.harness import checkreport, database, logcap
 from budgetlab.harness.importprobe import PROBE_AFTER, ImportProbe
 from budgetlab.harness.logcap import CappedLog
 from budgetlab.harness.workers import tree_of
+from budgetlab.harness.zygote import Zygote
 from budgetlab.labs import Lab
 from budgetlab.paths import display_path, labs_root, logs_dir
 from budgetlab.stack.process import descendants, pid_alive, start_ticks
@@ -174,12 +175,20 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     outcome, watch = Outcome(), _Watch()
     probe = ImportProbe(lab, target.root)
     log = CappedLog(logs / f"check-{lab.number}.log")
-    proc = subprocess.Popen(argv, cwd=labs_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    waiting = Zygote()
+    env.update(waiting.variables)
+    try:
+        proc = subprocess.Popen(argv, cwd=labs_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except BaseException:
+        waiting.stop()
+        raise
     log.drain(proc.stdout)
     try:
-        # Read while pytest starts (psycopg's import is most of a tenth of a second of it): pytest imports and
-        # collects for several times as long before a grader copies the template, and a stale one ends it here.
+        # Both while pytest starts, which imports and collects for most of a second before a grader starts a
+        # worker or copies the template: the zygote imports what the lab's workers import, and the template's
+        # age is read (psycopg's import is most of a tenth of a second), so that a stale one ends the check here.
+        waiting.start(lab.story, target.root, labs_root())
         database.require_current()
         outcome.could_not_grade = _follow(proc, report, probe, outcome, watch, on_result)
         if outcome.could_not_grade is None and proc.returncode not in (0, 1):
@@ -203,6 +212,7 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     finally:
         stop_tree(proc)
         watch.stop_left_workers()
+        waiting.stop()
         log.join(5)
         log.close()
         probe.close()

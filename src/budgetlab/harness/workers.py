@@ -8,7 +8,7 @@ Stopping sends SIGTERM to every process of the tree by PID, then SIGKILL
 to whatever is left, and confirms that nothing remains; a check that has
 its verdict kills the tree at once instead of waiting for a warm shutdown.
 A tree's first process dies with the process that started it, even when
-that one is killed with SIGKILL and can stop nothing (see _die_with_parent).
+that one is killed with SIGKILL and can stop nothing (see die_with_parent).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.harness import checkreport
+from budgetlab.harness import checkreport, zygote
 from budgetlab.inworker import clock, servertime
 from budgetlab.stack import process
 
@@ -54,8 +54,10 @@ class Environment:
 
     def variables(self) -> dict[str, str]:
         env = dict(os.environ)
-        for name in ("DATABASE_URL", "REDIS_URL", "SOFT_TIME_LIMIT"):
-            env.pop(name, None)  # the servers are given explicitly; nothing sets the lab-1 variable by accident
+        # The servers are given explicitly; nothing sets the lab-1 variable by accident; the check's zygote
+        # is its grading process's (budgetlab.harness.zygote).
+        for name in ("DATABASE_URL", "REDIS_URL", "SOFT_TIME_LIMIT", *zygote.VARIABLES):
+            env.pop(name, None)
         env.update(
             PYTHONPATH=os.pathsep.join([str(self.target_dir), *filter(None, [env.get("PYTHONPATH")])]),
             KONTOR_DATABASE_URL=self.database_url,
@@ -105,7 +107,7 @@ except (OSError, AttributeError):  # not Linux: trees are still stopped by PID, 
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent():
+def die_with_parent():
     """Return a preexec_fn that has the kernel SIGKILL the child when the thread that started it ends, or None.
 
     A budgetlab process killed with SIGKILL (a test's or a learner's last
@@ -121,13 +123,15 @@ def _die_with_parent():
     if _prctl is None or threading.current_thread() is not threading.main_thread():
         return None
     parent = os.getpid()
+    return lambda: set_death_signal(parent)
 
-    def preexec() -> None:
+
+def set_death_signal(parent: int) -> None:
+    """Have the kernel SIGKILL this process when the thread of `parent` that started it ends; exit if it has."""
+    if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the signal was asked for
-            os._exit(1)
-
-    return preexec
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
 
 
 def unique_hostname(label: str) -> str:
@@ -156,10 +160,10 @@ class WorkerTree:
         self.log.write_bytes(b"")
         import subprocess
 
+        # Forked from the check's zygote when it has the worker's start-up, else started fresh.
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(self.argv, env=self.env.variables(), stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd,
-                                         preexec_fn=_die_with_parent())
+            self.proc = zygote.start(self.argv, self.env.variables(), stdout=out, stderr=subprocess.STDOUT,
+                                     cwd=self.cwd)
         # Under `budgetlab check`: it keeps this log's tail when grading breaks, and stops
         # the tree itself if the grading process dies before it could.
         checkreport.write({"kind": "worker", "log": str(self.log), "pid": self.proc.pid,

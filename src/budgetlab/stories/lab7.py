@@ -47,6 +47,13 @@ def lab_clock(factor: float = CLOCK):
     return clock.running_at(factor, unless_chosen=True)
 
 
+def worker_clock() -> float:
+    """The clock of the `celery worker` masters the checks start, which budgetlab.harness.zygote starts on."""
+    from budgetlab.inworker import clock
+
+    return clock.read("BUDGETLAB_CLOCK", CLOCK)
+
+
 def latency_plan(model_seconds: float) -> dict:
     """Return a latency plan where every model call takes `model_seconds` production seconds."""
     return {"seed": 7, "model": {"default": model_seconds}, "ocr": {"default": 0.03}}

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from budgetlab import labs
+from budgetlab.harness import zygote
 from budgetlab.harness.workers import FAST_FLAGS, unique_hostname
 from budgetlab.inworker import clock
 from budgetlab.stack import process
@@ -130,6 +131,11 @@ def time_scale() -> float:
 
 def to_wall(production_seconds: float) -> float:
     return clock.to_wall(production_seconds, time_scale())
+
+
+def worker_clock() -> float:
+    """The clock of the `celery worker` masters the checks start, which budgetlab.harness.zygote starts on."""
+    return time_scale()
 
 
 def to_production(wall_seconds: float) -> float:
@@ -349,9 +355,9 @@ class WebProcess:
         env = rig.environment(MODULES, extra_env={"KONTOR_MODEL_BASE_URL": service.base_url,
                                                   "BUDGETLAB_CLOCK": str(time_scale())}).variables()
         self.out = open(log, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "budgetlab.stories.lab8", "web", queue],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.out, env=env,
-                                     start_new_session=True, text=True, bufsize=1)
+        # Forked from the check's zygote, as the worker is: the web process imports as much.
+        self.proc = zygote.start([sys.executable, "-m", "budgetlab.stories.lab8", "web", queue], env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.out, text=True)
 
     def ready(self, timeout: float = 30.0) -> None:
         self._read_line(timeout, "ready")
