@@ -34,10 +34,10 @@ def test_a_forked_worker_has_its_own_environment_session_and_import_path(waiting
     """It is the zygote's child, in a session of its own, with the worker's variables and an added import folder."""
     extra = tmp_path / "extra"
     extra.mkdir()
-    (extra / "forked_probe_tasks.py").write_text("from kontor.celery_app import app\n\n\n"
-                                                "@app.task(name='forked.where')\ndef where():\n"
-                                                "    import os, sys\n    return [os.getpid(), sys.path, os.environ.get('KONTOR_DEFAULT_QUEUE'),\n"
-                                                "            sorted(name for name in os.environ if 'ZYGOTE' in name)]\n")
+    (extra / "forked_probe_tasks.py").write_text(
+        "from kontor.celery_app import app\n\n\n@app.task(name='forked.where')\ndef where():\n    import os, sys\n"
+        "    return [os.getpid(), sys.path, os.environ.get('KONTOR_DEFAULT_QUEUE'),\n"
+        "            sorted(name for name in os.environ if 'ZYGOTE' in name)]\n")
     path = os.pathsep.join(filter(None, [str(rig.target_dir), str(extra), os.environ.get("PYTHONPATH")]))
     worker = start_worker([queue_name], ["forked_probe_tasks"], extra_env={"PYTHONPATH": path})
     master = worker.proc.pid
@@ -75,7 +75,8 @@ def test_a_killed_forked_worker_reads_as_killed(waiting, start_worker, queue_nam
 @pytest.mark.stack
 def test_a_forked_process_talks_through_pipes_and_ends_with_its_input(waiting, rig, tmp_path):
     """Kontor's web process is forked with pipes for its input and output, as Popen gives them, and ends at EOF."""
-    (tmp_path / "shout_lines.py").write_text("import sys\nfor line in sys.stdin:\n    print(line.upper(), end='', flush=True)\n")
+    (tmp_path / "shout_lines.py").write_text(
+        "import sys\nfor line in sys.stdin:\n    print(line.upper(), end='', flush=True)\n")
     path = os.pathsep.join(filter(None, [str(rig.target_dir), str(tmp_path), os.environ.get("PYTHONPATH")]))
     env = rig.environment([], extra_env={"PYTHONPATH": path}).variables()
     with open(tmp_path / "err.log", "ab") as err:
@@ -100,7 +101,8 @@ def test_the_zygote_ends_when_the_process_that_started_it_does(waiting):
 
 
 def _startup_folder(tmp_path, env: dict[str, str]) -> dict[str, str]:
-    (tmp_path / "startup.json").write_text(json.dumps({**zygote._startup(env, os.getcwd()), "pid": os.getpid()}))
+    (tmp_path / "startup.json").write_text(json.dumps({**zygote._startup(env, os.getcwd()), "pid": os.getpid(),
+                                                       "imports": list(zygote.PRELOAD)}))
     return {zygote.SOCKET_VARIABLE: str(tmp_path / "socket")}
 
 

@@ -44,10 +44,12 @@ VARIABLES = (SOCKET_VARIABLE,)
 _STARTUP_FILE = "startup.json"
 # Set (to anything) by a maintainer: every worker starts as its own interpreter, as `budgetlab run` starts them.
 FRESH_VARIABLE = "BUDGETLAB_FRESH_WORKERS"
-# What every worker master imports before its app, most shared first: the zygote stops at the first
-# request, and the forked worker imports the rest itself.
+# What every worker master imports before its app; then what the story's WORKER_IMPORTS adds (the model
+# client of labs 6 and 8). The zygote stops at the first request, and the worker imports the rest itself.
 PRELOAD = ("celery.bin.celery", "celery.apps.worker", "celery.worker.consumer", "celery.concurrency.prefork",
-           "kombu.transport.redis", "redis", "psycopg", "django.db.models", "httpx", "openai")
+           "kombu.transport.redis", "redis", "psycopg", "django.db.models")
+# The zygote's own variable: what it imports after PRELOAD.
+_MORE_VARIABLE = "BUDGETLAB_ZYGOTE_IMPORTS"
 # Variables, besides PYTHON*, that the interpreter or the boot folder's sitecustomize reads at start-up.
 _STARTUP_NAMES = ("BUDGETLAB_CLOCK", "BUDGETLAB_CLOCK_ANCHOR", "LANG", "LC_ALL", "LC_CTYPE")
 # Its command line is the forked workers' too (a fork keeps it): it names Celery's worker of
@@ -73,11 +75,11 @@ def _imports_the_same(started: dict, startup: dict) -> bool:
     An added folder must not hold a sitecustomize (which the zygote never
     ran) or a library the zygote imported (which it would have shadowed).
     """
-    same = {key: value for key, value in started.items() if key not in ("path", "pid")}
+    same = {key: value for key, value in started.items() if key not in ("path", "pid", "imports")}
     if same != {key: value for key, value in startup.items() if key != "path"} or \
             not set(started["path"]) <= set(startup["path"]):
         return False
-    shadowing = {"sitecustomize.py", *(name.split(".")[0] for name in PRELOAD)}
+    shadowing = {"sitecustomize.py", *(name.split(".")[0] for name in started["imports"])}
     for entry in set(startup["path"]) - set(started["path"]):
         try:
             names = {name.removesuffix(".py") if name != "sitecustomize.py" else name for name in os.listdir(entry)}
@@ -116,9 +118,11 @@ class Zygote:
 
         from budgetlab.harness.workers import Environment, die_with_parent
 
-        worker_clock = getattr(importlib.import_module(story), "worker_clock", None) if story else None
+        module = importlib.import_module(story) if story else None
+        worker_clock = getattr(module, "worker_clock", None)
         if worker_clock is None or os.environ.get(FRESH_VARIABLE):
             return
+        more = list(getattr(module, "WORKER_IMPORTS", ()))
         name, anchor = self._anchor
         saved = os.environ.get(name)
         os.environ[name] = anchor
@@ -130,10 +134,12 @@ class Zygote:
         # Its stdin is a pipe this process never writes to: it ends when this process does, however it
         # ends, and the zygote with it (a kernel signal reaches only a process started from the main thread).
         self.proc = subprocess.Popen([sys.executable, "-m", __name__, *_ARGV_TAIL],
-                                     env={**env, **self.variables}, cwd=cwd, stdin=subprocess.PIPE,
+                                     env={**env, **self.variables, _MORE_VARIABLE: ",".join(more)}, cwd=cwd,
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=die_with_parent())
-        (self._folder / _STARTUP_FILE).write_text(json.dumps({**_startup(env, str(cwd)), "pid": self.proc.pid}))
+        (self._folder / _STARTUP_FILE).write_text(json.dumps({**_startup(env, str(cwd)), "pid": self.proc.pid,
+                                                               "imports": [*PRELOAD, *more]}))
 
     def stop(self) -> None:
         """Kill it by PID (the workers forked from it are their grader's to stop) and remove its folder."""
@@ -355,7 +361,7 @@ def _preload(listener: socket.socket) -> None:
 
     import budgetlab.harness.workers  # noqa: F401 - what a forked process calls first
 
-    for name in PRELOAD:
+    for name in [*PRELOAD, *filter(None, os.environ.pop(_MORE_VARIABLE, "").split(","))]:
         if select.select([listener], [], [], 0)[0]:  # a worker is asked for: it imports the rest itself
             return
         try:

@@ -138,6 +138,11 @@ def worker_clock() -> float:
     return time_scale()
 
 
+# What the lab's code imports in its workers besides Celery, Django and the clients every worker imports:
+# the check's zygote imports it too (budgetlab.harness.zygote).
+WORKER_IMPORTS = ("openai",)
+
+
 def to_production(wall_seconds: float) -> float:
     return clock.to_production(wall_seconds, time_scale())
 
