@@ -5,19 +5,20 @@ ORM, the database and Redis clients and the model client: a lab 8 master
 took 1.4-1.5 s to its "ready." line here, and 0.6 s when forked from an
 interpreter that had imported them. `budgetlab check` starts one (`Zygote`)
 before pytest, on the clock and import path its lab's workers get, and it
-imports them while pytest starts. `spawn` then forks a grader's
-`python -m celery ... worker` from it: the child takes the worker's
-environment, log, working folder and a session of its own, and runs
-Celery's `__main__` as `python -m celery` would. Its exit status comes
-back over the connection that asked for it (`Forked`, read like a Popen).
+imports them while pytest starts. `start` then forks a grader's
+`python -m celery ... worker` from it (and lab 8's web process): the
+child takes the process's environment, import path, standard streams
+(passed over the socket), folder and a session of its own, and runs the
+module's `__main__` as `python -m` would. Its exit status comes back over
+the connection that asked for it (`Forked`, read like a Popen).
 
 The kernel keeps a process's first environment in /proc/PID/environ: a
 forked worker's shows the zygote's, while its os.environ is its own.
 
 Only what the interpreter decides at start-up must match (`_startup`):
-the executable, the folder, the PYTHON* variables (its import path) and
-the lab clock, which the boot folder's sitecustomize installs before any
-import. Anything else starts as before: a launch script, another Python,
+the executable, the folder, the PYTHON* variables (an import folder may
+be added) and the lab clock, which the boot folder's sitecustomize
+installs before any import. Anything else starts fresh: a launch script, another Python,
 an eventlet or gevent pool (Celery patches those before any import,
 celery/__main__.py:13 in 5.6.3).
 """
