@@ -35,7 +35,7 @@ from pathlib import Path
 
 from budgetlab.errors import BudgetlabError, StackShortage
 from budgetlab.harness import database
-from budgetlab.harness.workers import Environment, WorkerTree, celery_argv, unique_hostname
+from budgetlab.harness.workers import Environment, WorkerTree, celery_argv, environ_set, unique_hostname
 from budgetlab.inworker import clock
 from budgetlab.stack.leases import RedisLease
 
@@ -152,7 +152,7 @@ class Rig:
     @contextlib.contextmanager
     def kontor_env(self) -> Iterator[str]:
         """Point KONTOR_DATABASE_URL in this process, and so in what it starts (a notebook kernel), at the rig's database."""
-        with _environ("KONTOR_DATABASE_URL", self.database_url):
+        with environ_set("KONTOR_DATABASE_URL", self.database_url):
             yield self.database_url
 
     def environment(self, modules: list[str] | tuple[str, ...] = (), settings_module: str | None = None,
@@ -324,7 +324,7 @@ def configure_django(url: str) -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kontor.settings")
     # Set only while the settings are read: a worker this process starts gets its own.
-    with _environ("KONTOR_DATABASE_URL", url):
+    with environ_set("KONTOR_DATABASE_URL", url):
         django.setup()
     # This process writes Kontor's records as Kontor's web process would (a question, a job, an
     # upload), and a lab's worker reads their timestamps on the lab clock: a `created_at` in wall
@@ -332,17 +332,3 @@ def configure_django(url: str) -> None:
     from django.utils import timezone
 
     timezone.now = clock.production_datetime
-
-
-@contextlib.contextmanager
-def _environ(name: str, value: str) -> Iterator[None]:
-    """Set one variable of this process's environment for the block, then put back what was there."""
-    inherited = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if inherited is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = inherited

@@ -13,6 +13,7 @@ that one is killed with SIGKILL and can stop nothing (see die_with_parent).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -22,6 +23,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +76,20 @@ class Environment:
             env["KONTOR_LATENCY_PLAN"] = str(self.latency_plan)
         env.update(self.extra)
         return on_lab_clock(env)
+
+
+@contextlib.contextmanager
+def environ_set(name: str, value: str) -> Iterator[None]:
+    """Set one variable of this process's environment for the block, then put back what was there."""
+    inherited = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if inherited is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = inherited
 
 
 def on_lab_clock(env: dict[str, str]) -> dict[str, str]:

@@ -100,13 +100,15 @@ class Zygote:
         # A socket's path has room for about 100 bytes: a short private folder, not the checkout's.
         self._folder = Path(tempfile.mkdtemp(prefix="budgetlab-zygote-"))
         # The clock's anchor is fixed here for pytest, its workers and the zygote alike, not in this process.
-        self._anchor = (clock.ANCHOR_VARIABLE, os.environ.get(clock.ANCHOR_VARIABLE) or repr(time.time()))
+        self._anchor = os.environ.get(clock.ANCHOR_VARIABLE) or repr(time.time())
         self.proc: subprocess.Popen | None = None
 
     @property
     def variables(self) -> dict[str, str]:
         """What the grading process's environment needs to find the zygote (and share its clock)."""
-        return dict([(SOCKET_VARIABLE, str(self._folder / "socket")), self._anchor])
+        from budgetlab.inworker import clock
+
+        return {SOCKET_VARIABLE: str(self._folder / "socket"), clock.ANCHOR_VARIABLE: self._anchor}
 
     def start(self, story: str | None, target_dir: Path, cwd: Path) -> None:
         """Start importing as a worker of the lab whose story module is `story` starts; nothing when it forks none.
@@ -117,21 +119,16 @@ class Zygote:
         """
         import importlib
 
-        from budgetlab.harness.workers import Environment, die_with_parent
+        from budgetlab.harness.workers import Environment, die_with_parent, environ_set
+        from budgetlab.inworker import clock
 
         module = importlib.import_module(story) if story else None
         worker_clock = getattr(module, "worker_clock", None)
         if worker_clock is None or os.environ.get(FRESH_VARIABLE):
             return
         more = list(getattr(module, "WORKER_IMPORTS", ()))
-        name, anchor = self._anchor
-        saved = os.environ.get(name)
-        os.environ[name] = anchor
-        try:
+        with environ_set(clock.ANCHOR_VARIABLE, self._anchor):
             env = Environment(target_dir, "", "", extra={"BUDGETLAB_CLOCK": str(worker_clock())}).variables()
-        finally:
-            if saved is None:
-                os.environ.pop(name)
         # Its stdin is a pipe this process never writes to: it ends when this process does, however it
         # ends, and the zygote with it (a kernel signal reaches only a process started from the main thread).
         self.proc = subprocess.Popen([sys.executable, "-m", __name__, *_ARGV_TAIL],
