@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -101,31 +102,105 @@ def test_the_zygote_ends_when_the_process_that_started_it_does(waiting):
 
 
 def _startup_folder(tmp_path, env: dict[str, str]) -> dict[str, str]:
-    (tmp_path / "startup.json").write_text(json.dumps({**zygote._startup(env, os.getcwd()), "pid": os.getpid(),
-                                                       "imports": list(zygote.PRELOAD)}))
+    (tmp_path / "startup.json").write_text(json.dumps({**zygote._startup(env), "pid": os.getpid()}))
     return {zygote.SOCKET_VARIABLE: str(tmp_path / "socket")}
 
 
 def test_only_a_worker_with_the_zygotes_start_up_is_forked(tmp_path, monkeypatch):
-    """Another clock, another Python, a gevent pool or a folder that shadows what it imported: started fresh."""
+    """Another clock, another Python or a gevent pool: started fresh; another folder or import path: asked for."""
     env = {"PYTHONPATH": "/boot:/target", "BUDGETLAB_CLOCK": "0.005", "PYTHONUNBUFFERED": "1", "KONTOR_X": "1"}
     for name, value in _startup_folder(tmp_path, env).items():
         monkeypatch.setenv(name, value)
     celery = [zygote.sys.executable, "-m", "celery", "-A", "kontor.celery_app", "worker"]
-    assert zygote.usable(celery, {**env, "KONTOR_X": "2"}, None)
-    assert zygote.usable(celery, {**env, "PYTHONPATH": f"/boot:/target:{tmp_path}"}, None)
-    assert not zygote.usable(celery, {**env, "BUDGETLAB_CLOCK": "0.04"}, None)
-    assert not zygote.usable(celery, {**env, "PYTHONHASHSEED": "0"}, None)
-    assert not zygote.usable(celery, {**env, "PYTHONPATH": "/boot"}, None)
-    assert not zygote.usable(["/other/python", *celery[1:]], env, None)
-    assert not zygote.usable([*celery, "-P", "gevent"], env, None)
-    assert not zygote.usable(["bash", "entrypoint.sh"], env, None)
-    assert not zygote.usable(celery, env, tmp_path / "elsewhere")
-    shadow = tmp_path / "shadow"
-    (shadow / "redis").mkdir(parents=True)
-    assert not zygote.usable(celery, {**env, "PYTHONPATH": f"/boot:/target:{shadow}"}, None)
+    assert zygote.usable(celery, {**env, "KONTOR_X": "2"})
+    assert zygote.usable(celery, {**env, "PYTHONPATH": f"/boot:/target:{tmp_path}"})
+    assert zygote.usable(celery, {**env, "PYTHONPATH": "/boot", "PYTHON": "/launcher"})
+    assert not zygote.usable(celery, {**env, "BUDGETLAB_CLOCK": "0.04"})
+    assert not zygote.usable(celery, {**env, "PYTHONHASHSEED": "0"})
+    assert not zygote.usable(["/other/python", *celery[1:]], env)
+    assert not zygote.usable([*celery, "-P", "gevent"], env)
+    assert not zygote.usable(["bash", "entrypoint.sh"], env)
+    monkeypatch.delenv(zygote.SOCKET_VARIABLE)
+    assert not zygote.usable(celery, env)
+
+
+# Run in an interpreter that imported what a zygote imports (this one imported every test's modules too).
+_RESOLVES = """
+import importlib, json, os, sys
+from budgetlab.harness import zygote
+for name in zygote.PRELOAD:
+    importlib.import_module(name)
+shadow, custom = sys.argv[1:3]
+redis_folder = os.path.dirname(os.path.dirname(sys.modules["redis"].__file__))
+print(json.dumps([zygote._resolves_the_same(sys.path), zygote._resolves_the_same([*sys.path, custom + "-none"]),
+                  zygote._resolves_the_same([shadow, *sys.path]), zygote._resolves_the_same([custom, *sys.path]),
+                  zygote._resolves_the_same([entry for entry in sys.path if entry != redis_folder])]))
+"""
+
+
+def test_a_fork_keeps_what_it_imported_only_where_a_fresh_start_would_import_the_same(tmp_path):
+    """A folder that shadows a module already imported, a sitecustomize first, a path without the folder a
+    module came from: each would import another file, so the fork starts afresh there; an empty folder added is
+    no reason to."""
+    (tmp_path / "shadow").mkdir()
+    (tmp_path / "shadow" / "redis.py").write_text("")
     (tmp_path / "custom").mkdir()
     (tmp_path / "custom" / "sitecustomize.py").write_text("")
-    assert not zygote.usable(celery, {**env, "PYTHONPATH": f"/boot:/target:{tmp_path / 'custom'}"}, None)
-    monkeypatch.delenv(zygote.SOCKET_VARIABLE)
-    assert not zygote.usable(celery, env, None)
+    result = subprocess.run([zygote.sys.executable, "-c", _RESOLVES, str(tmp_path / "shadow"), str(tmp_path / "custom")],
+                            capture_output=True, text=True, timeout=60)
+    assert json.loads(result.stdout or "null") == [True, True, False, False, False], result.stderr[-2000:]
+
+
+@pytest.mark.stack
+def test_a_fork_that_would_import_another_file_starts_afresh(waiting, rig, start_worker, celery_client, queue_name,
+                                                             tmp_path):
+    """A worker started in a folder that holds a sitecustomize is its zygote's child, running a fresh interpreter."""
+    (tmp_path / "sitecustomize.py").write_text("")
+    worker = start_worker([queue_name], [], cwd=tmp_path)
+    master = worker.proc.pid
+    assert isinstance(worker.proc, zygote.Forked), "the worker was not asked of the zygote"
+    assert process.pid_argv(master) == worker.argv, f"the worker runs as forked: {process.pid_argv(master)}"
+
+
+LAUNCH_SCRIPT = """set -eu
+"$PYTHON" -m celery -A kontor.celery_app worker -Q "$QUEUE" -n "launched-$$@budgetlab" -c 1 -l INFO \\
+    --without-mingle --without-gossip --without-heartbeat &
+wait -n
+"""
+
+
+def _launched(rig, tmp_path, queue_name):
+    """A launch script's worker, started as lab 1 starts entrypoint.sh: the script, its interpreter and the fork."""
+    (tmp_path / "launch.sh").write_text(LAUNCH_SCRIPT)
+    tree = rig.start_worker([queue_name], [], argv=["bash", str(tmp_path / "launch.sh")],
+                            extra_env={"PYTHON": zygote.python(), "QUEUE": queue_name})
+    launcher = next(pid for pid in process.descendants(tree.proc.pid) if "--as-python" in process.pid_argv(pid))
+    (master,) = zygote.forked_by({launcher})
+    return tree, launcher, master
+
+
+@pytest.mark.stack
+def test_a_launch_scripts_worker_is_forked_found_with_its_tree_and_stopped_through_its_interpreter(
+        waiting, rig, tmp_path, queue_name):
+    """`$PYTHON -m celery` in a launch script forks the master; the tree holds it; its command line reads as asked;
+    SIGTERM to its interpreter stops it warm, and the script reads its exit status."""
+    tree, launcher, master = _launched(rig, tmp_path, queue_name)
+    assert process.parent_pid(master) == waiting.proc.pid, "the master was not forked from the zygote"
+    assert master in tree.pids(), "the tree does not hold the forked master"
+    assert zygote.argv_of(master)[2:4] == ["celery", "-A"], zygote.argv_of(master)
+    os.kill(launcher, signal.SIGTERM)
+    assert tree.proc.wait(timeout=20) == 0, tree.text()[-2000:]
+    assert "Warm shutdown" in tree.text() or "warm shutdown" in tree.text(), tree.text()[-2000:]
+    assert not process.pid_alive(master), "the master outlived its warm shutdown"
+
+
+@pytest.mark.stack
+def test_a_launched_fork_dies_with_its_interpreter(waiting, rig, tmp_path, queue_name):
+    """SIGKILL to the interpreter the script ran kills the fork standing behind it, as it would kill the master."""
+    tree, launcher, master = _launched(rig, tmp_path, queue_name)
+    os.kill(launcher, signal.SIGKILL)
+    assert tree.proc.wait(timeout=20) == 128 + signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while process.pid_alive(master) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not process.pid_alive(master), "the fork outlived the interpreter that stood for it"

@@ -132,7 +132,9 @@ def die_with_parent():
     worker master's pool children already die with their master (Celery's
     prefork sets the same signal for them, celery/concurrency/prefork.py:48
     in 5.6.3), while masters a launch script started in the background
-    (lab 1's entrypoint.sh) outlive it, and `budgetlab doctor` names them.
+    (lab 1's entrypoint.sh under `budgetlab run`) outlive it, and `budgetlab
+    doctor` names them; under `budgetlab check` they are forks of its
+    zygote and die with it.
     The signal follows the starting *thread*, so it is set only for a tree
     started from the main thread, which lives as long as the process.
     """
@@ -298,13 +300,17 @@ class WorkerTree:
 
 
 def tree_of(root: int) -> set[int]:
-    """Return root, the processes below it, and those still in its session.
+    """Return root, the processes below it, those still in its session, and the trees of the forks they asked
+    the check's zygote for (a launch script's masters, zygote.python).
 
     The tree is started in a session of its own. A process whose parent
     exited (a master when its launch script ends) leaves the tree of
     parents but keeps the session, so it is found all the same.
     """
-    return {root} | process.descendants(root) | set(process.in_session(root))
+    found = {root} | process.descendants(root) | set(process.in_session(root))
+    for fork in zygote.forked_by(found):
+        found |= tree_of(fork)
+    return found
 
 
 def _signal(pid: int, number: int) -> None:
