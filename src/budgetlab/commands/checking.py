@@ -1,6 +1,7 @@
 """`budgetlab check`: run one lab's hidden graders in a subprocess and report what a person would see.
 
-The graders run under pytest with the grading plugin. This module only
+The graders run under pytest with the grading plugin, in a process that
+skips the interpreter's teardown once pytest is done (harness/pytestrun). This module only
 checks that grading is possible (grader files intact, stack up, learner
 files parse), streams one line per check as results arrive, and turns
 the outcome into an exit code: 0 all passed, 1 some failed, 2 could not grade.
@@ -154,8 +155,8 @@ def grade(lab: Lab, target: Target, on_result=lambda entry: None, fail_fast: boo
     logs = logs_dir()
     logs.mkdir(exist_ok=True)
     report = Path(tempfile.mkstemp(prefix="check-", suffix=".jsonl", dir=logs)[1])
-    argv = [sys.executable, "-m", "pytest", str(lab.tests_dir()), "-p", "budgetlab.harness.grading",
-            "-p", "no:cacheprovider", f"--target={target.root}", "-q", "--no-header",
+    argv = [sys.executable, "-m", "budgetlab.harness.pytestrun", str(lab.tests_dir()),
+            "-p", "budgetlab.harness.grading", "-p", "no:cacheprovider", f"--target={target.root}", "-q", "--no-header",
             f"--rootdir={labs_root()}"]
     # One word per option, so pytest never mistakes a target folder for a test path.
     config = labs_root() / "pyproject.toml"
