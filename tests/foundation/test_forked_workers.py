@@ -43,6 +43,7 @@ def test_a_forked_worker_has_its_own_environment_session_and_import_path(waiting
     worker = start_worker([queue_name], ["forked_probe_tasks"], extra_env={"PYTHONPATH": path})
     master = worker.proc.pid
     assert process.parent_pid(master) == waiting.proc.pid, "the worker was started fresh, not forked from the zygote"
+    assert process.pid_argv(master) != worker.argv, "the fork replaced itself with a fresh interpreter"
     assert os.getsid(master) == master, "the forked worker shares a session with the zygote"
     child, sys_path, queue, leaked = celery_client.send_task("forked.where", queue=queue_name).get(timeout=30)
     assert (queue, leaked) == (queue_name, []), f"the worker's environment names queue {queue} and {leaked}"
