@@ -307,9 +307,12 @@ def tree_of(root: int) -> set[int]:
     exited (a master when its launch script ends) leaves the tree of
     parents but keeps the session, so it is found all the same.
     """
-    found = {root} | process.descendants(root) | set(process.in_session(root))
-    for fork in zygote.forked_by(found):
-        found |= tree_of(fork)
+    # One look at the system for the whole tree: a look costs a read of every process's stat.
+    table = process.family_table()
+    found, roots = set(), {root}
+    while roots:
+        found |= process.family(roots, table)
+        roots = zygote.forked_by(found) - found
     return found
 
 

@@ -151,20 +151,45 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def family_table() -> dict[int, tuple[int, int]]:
+    """Return every process's parent and session from one look at the system: {pid: (parent, session)}."""
+    table = {}
+    if _has_proc():
+        for pid in all_pids():
+            fields = _stat_fields(pid)
+            try:
+                table[pid] = (int(fields[1]), int(fields[3]))
+            except (TypeError, ValueError, IndexError):  # gone since the listing
+                continue
+        return table
+    for line in _ps(None, "pid=,ppid="):
+        words = line.split()
+        if len(words) == 2 and all(word.isdigit() for word in words):
+            try:
+                table[int(words[0])] = (int(words[1]), os.getsid(int(words[0])))
+            except OSError:
+                continue
+    return table
+
+
+def family(roots: set[int], table: dict[int, tuple[int, int]]) -> set[int]:
+    """Return the roots, the processes below them and those in the sessions they lead, as `table` saw them."""
+    return set(roots) | _below(roots, table) | {pid for pid, (_parent, session) in table.items() if session in roots}
+
+
 def descendants(root: int) -> set[int]:
     """Return the PIDs below root."""
+    return _below({root}, family_table())
+
+
+def _below(roots: set[int], table: dict[int, tuple[int, int]]) -> set[int]:
     children: dict[int, list[int]] = {}
-    if _has_proc():
-        pairs = ((pid, parent_pid(pid)) for pid in all_pids())
-    else:
-        pairs = (tuple(int(n) for n in line.split()) for line in _ps(None, "pid=,ppid=") if len(line.split()) == 2)
-    for pid, parent in pairs:
-        if parent is not None:
-            children.setdefault(parent, []).append(pid)
-    found, todo = set(), [root]
+    for pid, (parent, _session) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = set(), list(roots)
     while todo:
         for child in children.get(todo.pop(), []):
-            if child not in found:
+            if child not in found and child not in roots:
                 found.add(child)
                 todo.append(child)
     return found
