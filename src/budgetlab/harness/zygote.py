@@ -441,12 +441,15 @@ def _serve_one(connection: socket.socket, children: dict[int, socket.socket], le
         if not chunk:
             break
         request += chunk
-    if not request.endswith(b"\n") or len(fds) != 3:
+    try:
+        asked = json.loads(request) if request.endswith(b"\n") and len(fds) == 3 else None
+    except ValueError:
+        asked = None
+    if asked is None:
         for fd in fds:
             os.close(fd)
         connection.close()
         return
-    asked = json.loads(request)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
@@ -459,9 +462,11 @@ def _serve_one(connection: socket.socket, children: dict[int, socket.socket], le
     for fd in fds:  # the child's now: a pipe end left open here would never report its end
         os.close(fd)
     children[pid] = connection
-    # Written before its asker learns the PID: whoever reads the PID finds the record.
-    with open(os.path.join(records, str(pid)), "w") as record:
+    # Written whole (a rename) before its asker learns the PID: whoever reads the PID finds the record.
+    written = os.path.join(records, f".{pid}")
+    with open(written, "w") as record:
         json.dump({"by": asked.get("by"), "argv": asked["argv"]}, record)
+    os.replace(written, os.path.join(records, str(pid)))
     if asked.get("tied"):
         selector.register(connection, selectors.EVENT_READ)
     connection.sendall(f"pid {pid}\n".encode())
