@@ -156,12 +156,24 @@ def review():
         yield module
 
 
-def _held_review(status="running", seconds=None, message="", items_done=1, written=True, write="answer"):
+def _held_review(status="running", seconds=None, message="", items_done=1, written=True, write="answer",
+                 hold_ended=None):
     """Lab 6's afternoon with one held review (see lab6.HELD_REVIEWS), as read once it was decided."""
     steps = lab6.HELD_REVIEWS[write][1]
     ending = lab6.Ending(run_id=2, status=status, message=message, steps_total=steps, steps_stored=items_done,
                          items_done=items_done, seconds=seconds, waited=0.5)
-    return SimpleNamespace(held_reviews={write: lab6.Held(ending, written)})
+    return SimpleNamespace(held_reviews={write: lab6.Held(ending, written, hold_ended)})
+
+
+def test_a_review_whose_write_came_late_is_judged_from_the_end_of_its_hold(review):
+    """A write the machine kept from coming one healthy call in is held as long from where it came: the review
+    ended 16 s past the usual allowance, 4 s after the database gave its write back (a rehearsal, 2026-12-07)."""
+    check = review.test_a_review_whose_write_the_database_holds_still_ends_with_its_count
+    check(_held_review(status="failed", seconds=231.0, message="timed out after 1 of 30 steps", hold_ended=227))
+    said = _said(check, _held_review(hold_ended=227))
+    assert said == ("run 2 was still 'running' 247 s after it started (1 of 30 steps done); the database held its "
+                    "first answer's write until 47 s past its 180 s budget (allowed: that and the tolerance of "
+                    "20 s)"), said
 
 
 def test_a_review_still_running_past_its_held_write_says_so_and_how_far_it_got(review):

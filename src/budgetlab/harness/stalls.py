@@ -47,13 +47,16 @@ class Stall:
 
 _INSTALL = """
 CREATE SEQUENCE {sequence};
+CREATE SEQUENCE {sequence}_at;
 CREATE FUNCTION {sequence}() RETURNS trigger LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, public AS $$
 BEGIN
     -- A sequence counts outside the transaction, so a write that is stalled and then rolled back still counts:
-    -- the stall happens once, never again on the write a handler makes next.
+    -- the stall happens once, never again on the write a handler makes next. The second one keeps when (the
+    -- server's wall clock, in milliseconds), likewise.
     IF nextval('{sequence}') = {nth} THEN
         PERFORM set_config('application_name', '{application}', false);
+        PERFORM setval('{sequence}_at', (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint);
         PERFORM pg_sleep({seconds});
     END IF;
     RETURN NEW;
@@ -89,6 +92,17 @@ def fired(stall: Stall) -> bool:
         cursor.execute(f"SELECT last_value, is_called FROM {stall.sequence}")
         last_value, is_called = cursor.fetchone()
     return bool(is_called) and last_value >= stall.nth
+
+
+def fired_at(stall: Stall) -> float | None:
+    """When the stall's write was made and the backend began to sleep (wall seconds, as time.time()), or None."""
+    from django.db import connection
+
+    if not fired(stall):
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT last_value FROM {stall.sequence}_at")
+        return cursor.fetchone()[0] / 1000
 
 
 def release() -> int:

@@ -438,6 +438,9 @@ class Held:
 
     ending: Ending
     written: bool
+    # A held review's: production seconds from its start to the end of its write's hold, when its code reached the
+    # write. A write the machine kept from coming one healthy call in is held that much later too.
+    hold_ended: float | None = None
 
 
 @dataclass
@@ -495,9 +498,25 @@ def held_review_allowance() -> float:
     return REVIEW_BUDGET + HELD_REVIEW_PAST + REVIEW_TOLERANCE
 
 
-def held_review_late(ending: Ending) -> str | None:
+def held_review_late(held: Held) -> str | None:
     """Describe how a held review missed its allowance (see held_review_allowance); None if it kept it."""
-    return late(ending, REVIEW_BUDGET + HELD_REVIEW_PAST, REVIEW_TOLERANCE)
+    return late(held.ending, held_review_until(held.hold_ended), REVIEW_TOLERANCE)
+
+
+def held_review_until(hold_ended: float | None) -> float:
+    """Production seconds from a held review's start until the database gave its write back: HELD_REVIEW_PAST past
+    its budget, or later when the write itself came late (`hold_ended`, see Held)."""
+    return max(REVIEW_BUDGET + HELD_REVIEW_PAST, hold_ended or 0.0)
+
+
+def _hold_ended(stall: stalls.Stall, run) -> float | None:
+    """Production seconds from `run`'s start to the end of the hold of its write (None: not reached, not started)."""
+    at = stalls.fired_at(stall)
+    run.refresh_from_db(fields=["started_at"])
+    if at is None or run.started_at is None:
+        return None
+    # Whole seconds, rounded up: a symptom names the allowance as a person would.
+    return math.ceil(clock.production_time(at + stall.seconds, time_scale()) - run.started_at.timestamp())
 
 
 def _held_answer(run_id: int, name: str, seconds: float) -> stalls.Stall:
@@ -641,9 +660,15 @@ def _play_afternoon(rig, service, queue: str, log, on_phase: Callable[[str], Non
     if held_reviews:
         wait_until(lambda: all_decided(held_reviews_sent, held_review_allowance(), watch),
                    time.monotonic() + 2 * (to_wall(held_review_allowance()) + SLACK))
+        # A write that came late was held late (its hold runs from the write): each review gets its own hold's end.
+        ended = {write: _hold_ended(review_stalls[write], run) for write, run in held_reviews.items()}
+        for write, run in held_reviews.items():
+            allowed = held_review_until(ended[write]) + REVIEW_TOLERANCE
+            wait_until(lambda: all_decided({run.pk: held_reviews_sent[run.pk]}, allowed, watch),
+                       time.monotonic() + 2 * (to_wall(allowed) + SLACK))
         afternoon.held_reviews = {
-            write: Held(read_ending(run, held_reviews_sent[run.pk], REVIEW_BUDGET + HELD_REVIEW_PAST, watch),
-                        stalls.fired(review_stalls[write]))
+            write: Held(read_ending(run, held_reviews_sent[run.pk], held_review_until(ended[write]), watch),
+                        stalls.fired(review_stalls[write]), ended[write])
             for write, run in held_reviews.items()}
     if hold_a_write:
         stalls.release()
