@@ -35,7 +35,6 @@ BATCH_AT_LEAST, INTERACTIVE_AT_MOST = 1800.0, 60.0
 SOFT_VARIABLE, HARD_VARIABLE = "KONTOR_TASK_SOFT_TIME_LIMIT", "KONTOR_TASK_TIME_LIMIT"
 
 
-
 def worker_clock() -> float:
     """The clock of the masters the checks start (budgetlab.harness.zygote starts on it): 2.5 times faster than
     `budgetlab run 1`'s, so that the longest probe (1800 s on agent-batch) takes 3.6 s of wall time by default."""
