@@ -152,9 +152,11 @@ def prove(numbers: list[int], jobs: int, skip_transcribed: bool = False) -> bool
             code, output = check_output(case, Path(scratch) / "state" / str(index))
             agrees = case.agrees(code, output)
             missing = "" if agrees or code != case.expected else "  (its output does not name the seam's line)"
+            # A case the machine kept from grading on its lab's clock was graded on a slower one: say so.
+            again = "  (on a slower clock: the machine was too busy)" if views.GRADING_AGAIN in output else ""
             print(f"lab {case.number} {'ok  ' if agrees else 'FAIL'} {case.name:<40} exit {code} "
-                  f"(want {case.expected}) {time.monotonic() - started:5.1f}s  {views.verdict_line(output)}{missing}",
-                  flush=True)
+                  f"(want {case.expected}) {time.monotonic() - started:5.1f}s  {views.verdict_line(output)}{missing}"
+                  f"{again}", flush=True)
             return agrees
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from budgetlab.stack.process import pid_alive
 
 TALLY = "labs/lab1_sample/tally.py"
@@ -290,3 +292,34 @@ def test_failures_seen_before_a_check_that_cannot_grade_stay_failures(cli):
     assert "1 of 3 hidden checks passed" in result.stdout, result.stdout
     log = (cli.state / "logs" / "check-1.log").read_text()
     assert "came back 8" in log and "def test_" not in log, log
+
+
+BUSY_GRADER = '''from budgetlab.harness.grading import MachineBusy
+from budgetlab.inworker import clock
+
+
+def test_timed():
+    """A check the machine lets time the code only on a clock at most {fastest:g} times faster than production."""
+    if 1 / clock.factor() > {fastest:g}:
+        raise MachineBusy("run 3 waited 40 s for a core while it ran (is the machine very busy?)")
+'''
+
+
+@pytest.mark.parametrize("graded", [True, False], ids=["graded on the slower clock", "busy on both"])
+def test_a_check_the_machine_kept_from_timing_is_graded_again_on_a_slower_clock(cli, graded):
+    """Every symptom the machine's (MachineBusy): the lab is graded once more on a slower clock, and that counts."""
+    from budgetlab.commands.checking import SLOWER
+    from budgetlab.inworker.clock import DEFAULT_FACTOR
+
+    times, slower_times = 1 / DEFAULT_FACTOR, 1 / (DEFAULT_FACTOR * SLOWER)
+    toml = cli.root / "tests" / "labs.toml"
+    # A story whose workers run on the workshop's clock, as labs 2 to 4 do.
+    toml.write_text(toml.read_text() + 'story = "budgetlab.stories.lab4"\n')
+    add_grader(cli, "test_aa_busy.py", BUSY_GRADER.format(fastest=slower_times if graded else slower_times / 2))
+    result = cli("check", "1", "--target", "solutions", env={"BUDGETLAB_CLOCK": ""})
+    assert result.returncode == (0 if graded else 2), result.stdout + result.stderr
+    lines = result.stdout.splitlines()[1:]  # after "checking lab 1 (...) against ..."
+    said = "run 3 waited 40 s for a core while it ran (is the machine very busy?)"
+    assert lines[0] == f"could not grade on a clock {times:,.0f} times faster than production: {said}", result.stdout
+    assert lines[1] == f"grading again on one {slower_times:,.0f} times faster", result.stdout
+    assert lines[-1] == ("3 of 3 hidden checks passed" if graded else f"could not grade: {said}"), result.stdout

@@ -6,7 +6,7 @@ the plan observed; tests/harness/test_lab7_symptoms.py reads each one.
 
 from __future__ import annotations
 
-from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.harness.grading import CouldNotGrade, MachineBusy
 from budgetlab.stories import lab7
 
 
@@ -35,7 +35,7 @@ def test_an_upload_delivered_once_takes_effect_once(day):
     machine = lab7.came_again_on_a_busy_machine(outcome, outcome.effects.files * day.file_seconds,
                                                 day.visibility_timeout)
     if problem and machine:
-        raise CouldNotGrade(f"{problem}; {machine}")
+        raise MachineBusy(f"{problem}; {machine}")
     assert not problem, problem
 
 
@@ -71,8 +71,8 @@ def test_a_job_whose_worker_is_killed_finishes_on_another_without_redoing_work(d
         # The run ended before the point the kill waits for: the code's doing, unless it finished the whole job.
         assert outcome.ended and effects.status == "completed" and effects.missing_files == 0, (
             lab7.ended_before_the_kill(outcome))
-        raise CouldNotGrade("the upload's first run finished every file before its worker could be killed mid-job "
-                            "(is the machine very busy?)")
+        raise MachineBusy("the upload's first run finished every file before its worker could be killed mid-job "
+                          "(is the machine very busy?)")
     # Duplicates first: a redone receipt is the symptom, however far the second run got when time ran out.
     problem = lab7.repeated(outcome, "killed")
     assert not problem, problem

@@ -42,6 +42,17 @@ def verdict_line(output: str) -> str:
     return lines[-1] if lines else ""
 
 
+# How the line that says a lab is graded once more on a slower clock begins (see grading_again).
+GRADING_AGAIN = "grading again on one"
+
+
+def grading_again(why: str, times: float, slower_times: float) -> Text:
+    """The lines that say why a lab could not be graded on its clock and that it is graded once more on a slower one."""
+    why = why.removeprefix("could not grade: ")
+    return Text(f"could not grade on a clock {times:,.0f} times faster than production: {why}\n"
+                f"{GRADING_AGAIN} {slower_times:,.0f} times faster", style="yellow")
+
+
 def check_summary(outcome) -> Text:
     total = len(outcome.results)
     if outcome.could_not_grade and outcome.code_fault:

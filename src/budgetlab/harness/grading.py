@@ -32,6 +32,11 @@ class CouldNotGrade(Exception):
     """The check could not run at all (for example the learner's module does not import)."""
 
 
+class MachineBusy(CouldNotGrade):
+    """The check ran, but the machine kept it from timing the code (every symptom was reading.Unmeasured): a slower
+    lab clock may grade it (commands.checking grades once more on one)."""
+
+
 # How many more times the suite runs a check that said it could not grade (exit 2, or one check's line) before the
 # last verdict counts: its tests run checks beside other checks, and CI saw a lab 1 alternative's masters answer too
 # late twice in a row (2026-12-06), rehearsals lab 8's rush fail to come twice in a row.
@@ -155,7 +160,7 @@ def start_worker(target_dir, kontor_db, broker_url, rig, tmp_path):
 
 
 def faults_first(symptoms: Iterable[str | None]) -> list[str]:
-    """Return the code's symptoms among `symptoms`, in order; with none but the machine's (Unmeasured), CouldNotGrade.
+    """Return the code's symptoms among `symptoms`, in order; with none but the machine's (Unmeasured), MachineBusy.
 
     A run the machine kept from being measured must not hide another run's
     fault, nor fail the code on its own: then the check cannot grade (exit 2).
@@ -163,7 +168,7 @@ def faults_first(symptoms: Iterable[str | None]) -> list[str]:
     said = [symptom for symptom in symptoms if symptom]
     faults = [symptom for symptom in said if not isinstance(symptom, Unmeasured)]
     if said and not faults:
-        raise CouldNotGrade("; ".join(said))
+        raise MachineBusy("; ".join(said))
     return faults
 
 
@@ -179,7 +184,7 @@ def _symptom(report: pytest.TestReport) -> str:
     if text.startswith("AssertionError: "):
         text = text[len("AssertionError: "):]
     text = text.split("\nassert ", 1)[0].strip()
-    if text.startswith(f"{CouldNotGrade.__module__}.CouldNotGrade: "):
+    if text.startswith((f"{CouldNotGrade.__module__}.CouldNotGrade: ", f"{MachineBusy.__module__}.MachineBusy: ")):
         text = "could not grade: " + text.split(": ", 1)[1]
     if text.startswith(f"{CheckStalled.__module__}.CheckStalled: "):
         text = text.split(": ", 1)[1]
@@ -213,6 +218,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = made.get_result()
     if shortage is not None:
         report.budgetlab_could_not_grade = f"could not grade: {str(shortage).splitlines()[0]}"
+    elif call.excinfo is not None and isinstance(call.excinfo.value, MachineBusy):
+        report.budgetlab_busy = True
     elif report.failed and (lab := _lab_of(item)) is not None:
         report.budgetlab_seam_note = seam_note(target_root(item.config) / lab.slug, lab.readonly)
 
@@ -234,6 +241,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             symptom = f"{symptom}. {note}"
         checkreport.write({"nodeid": report.nodeid, "outcome": report.outcome, "title": _title(report.nodeid),
                  "symptom": symptom, "could_not_grade": symptom.startswith("could not grade"),
+                 "busy": getattr(report, "budgetlab_busy", False),
                  "seconds": round(report.duration, 2)})
 
 
