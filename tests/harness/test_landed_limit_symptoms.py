@@ -142,10 +142,14 @@ def test_a_healthy_question_that_failed_beside_a_starved_one_is_the_codes(questi
 
 @pytest.mark.parametrize("ahead, said", [(38.0, "still queued due 38 s later"),
                                          (-3.0, "still queued already due 3 s before the check read it")])
-def test_a_review_queued_to_run_again_says_when_that_message_is_due(ahead, said):
+def test_a_review_queued_to_run_again_says_when_that_message_is_due(ahead, said, monkeypatch):
     """A rerun the check read after its moment had passed (a busy machine) is said to be due already, not due -3 s later."""
+    # The check reads the clock once; here it reads the same instant as the message was made for (at lab 8's clock a
+    # busy machine's 80 ms between two readings are 2 production seconds: a run beside a rehearsal said 36 s).
+    now = lab8.production_now()
+    monkeypatch.setattr(lab8, "production_now", lambda: now)
     review = lab8.Review(run_id=7, status="succeeded", answers={n: 1 for n in range(1, lab8.REVIEW_ITEMS + 1)})
-    rerun = lab8.Pending(task=lab8.REVIEW_TASK, run_id=7, eta=lab8.production_now() + ahead, expires=None)
+    rerun = lab8.Pending(task=lab8.REVIEW_TASK, run_id=7, eta=now + ahead, expires=None)
     problems = lab8.review_problems(lab8.Afternoon(review=review, pending=[rerun]))
     assert any(said in problem for problem in problems), problems
 
@@ -230,7 +234,7 @@ def _workday(module, killed_lost: float, written: int = 0):
                       exception="SoftTimeLimitExceeded", result_text="SoftTimeLimitExceeded()")
         return lab2.Ending(**{**values, **fields})
 
-    endings = {spec: ending(spec) for spec in module.OUT_OF_TIME}
+    endings = {spec: ending(spec) for spec in module.OUT_OF_TIME} | {spec: _ending(spec) for spec in module.FITS}
     agent = next(spec for spec in lab2.OVERSIZED if spec.kind is lab2.AGENT)
     endings[agent] = ending(agent, exception="TimeLimitExceeded", result_text="TimeLimitExceeded(360)",
                             lost=killed_lost, written=list(range(1, written + 1)))
@@ -273,3 +277,104 @@ def test_a_kill_after_steps_written_past_the_cut_is_the_codes_however_busy_the_m
     said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit,
                  _workday(out_of_time, window, written=agent.written_by_the_cut() + 1))
     assert said.startswith("agent run 1's task was killed at its 360 s hard limit (TimeLimitExceeded(360));"), said
+
+
+@pytest.fixture(scope="module")
+def within_budget():
+    with loaded(lab2.SLUG, "test_within_budget.py") as module:
+        yield module
+
+
+@pytest.fixture(autouse=True)
+def batch_statuses(monkeypatch):
+    """Kontor's job statuses without Django set up (nothing here has a database): what BatchJob names them."""
+    monkeypatch.setattr(lab2.Kind, "model", SimpleNamespace(RUNNING="running", COMPLETED="completed", FAILED="failed"))
+
+
+def _ending(spec, **fields):
+    """A job of lab 2's workday as it should end: a job out of time ended by its soft limit, a fitting one completed
+    with every good item written; `fields` change that."""
+    if spec in (*lab2.OVERSIZED, *lab2.LANDINGS):
+        values = dict(status="failed", written=[], state="FAILURE", exception="SoftTimeLimitExceeded",
+                      result_text="SoftTimeLimitExceeded()", seconds=spec.kind.soft,
+                      message=f"timed out after 0 of {spec.size} {spec.kind.unit}")
+    else:
+        values = dict(status="completed", written=[0] * (spec.size - len(spec.bad_items())), state="SUCCESS",
+                      failures=[{"item": f"row {n}"} for n in spec.bad_items()], seconds=0.5 * spec.kind.soft)
+    values = dict(spec=spec, job_id=7, running="running", final=True, items_total=spec.size,
+                  **{"failures": [], "message": "", **values})
+    return lab2.Ending(**{**values, **fields})
+
+
+def _quiet_workday(**endings):
+    """Every job of lab 2's workday ended as it should, nothing killed; `endings` (by name) replace some."""
+    specs = (*lab2.OVERSIZED, *lab2.LANDINGS, *lab2.WITH_BAD_ITEMS, *lab2.FITTING)
+    return SimpleNamespace(endings={spec: _ending(spec) for spec in specs} | {_SPECS[name]: ending
+                                                                            for name, ending in endings.items()},
+                           killed=[])
+
+
+_SPECS = {"import": next(spec for spec in lab2.FITTING if spec.kind is lab2.IMPORT),
+          "statement": next(spec for spec in lab2.LANDINGS if spec.landing == lab2.STATEMENT and spec.kind is lab2.IMPORT)}
+# The 50-row import that fits its budget, as a CI pass beside another saw it: killed at its hard limit.
+STILL_OPEN = dict(status="importing", final=False, written=[0] * 32, state="FAILURE", exception="TimeLimitExceeded",
+                  result_text="TimeLimitExceeded(900)", seconds=None)
+
+
+def _all_it_could_spare() -> float:
+    """Wall seconds: what the fitting import's plan leaves to spare of its budget."""
+    return to_wall(lab2.IMPORT.soft - _SPECS["import"].planned_seconds())
+
+
+def test_a_fitting_job_the_machine_carried_past_its_budget_is_the_machines(within_budget):
+    """A job planned well inside its budget, still open after its hard limit while the worker waited for a core for
+    what the plan left to spare: could not grade, saying both."""
+    lost = _all_it_could_spare()
+    workday = _quiet_workday(**{"import": _ending(_SPECS["import"], lost_in_budget=lost, **STILL_OPEN)})
+    with pytest.raises(CouldNotGrade, match=rf"import job 7 is still 'importing' after its 900 s hard limit, with "
+                                            rf"32 of 50 rows written, but the worker waited {lost:.2f} s"):
+        within_budget.test_a_job_that_fits_its_budget_completes_with_exact_counts(workday)
+
+
+def test_a_fitting_job_that_ran_out_of_time_on_a_quiet_machine_is_the_codes(within_budget):
+    workday = _quiet_workday(**{"import": _ending(_SPECS["import"], lost_in_budget=0.01, **STILL_OPEN)})
+    said = _said(within_budget.test_a_job_that_fits_its_budget_completes_with_exact_counts, workday)
+    assert said == "import job 7 is still 'importing' after its 900 s hard limit, with 32 of 50 rows written", said
+
+
+def test_a_fitting_job_that_failed_early_is_the_codes_however_busy_the_machine(within_budget):
+    """A job that ended failed well inside its budget did not run out of time: the machine did not end it."""
+    workday = _quiet_workday(**{"import": _ending(_SPECS["import"], lost_in_budget=_all_it_could_spare(),
+                                                  status="failed", message="row 3: bad date", seconds=40.0)})
+    said = _said(within_budget.test_a_job_that_fits_its_budget_completes_with_exact_counts, workday)
+    assert said == "import job 7 ended 'failed': 'row 3: bad date'", said
+
+
+def test_a_fitting_job_killed_by_the_machine_is_no_kill_of_the_codes(out_of_time):
+    """The window check counts that job's kill as the machine's too: could not grade, not 'a hard limit ended 1 of
+    the worker's children'."""
+    workday = _quiet_workday(**{"import": _ending(_SPECS["import"], lost_in_budget=_all_it_could_spare(),
+                                                  **STILL_OPEN)})
+    workday.killed = [4242]
+    with pytest.raises(CouldNotGrade, match=r"import job 7's task, which fits its budget, was killed at its 900 s"):
+        out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday)
+
+
+def test_a_landing_job_killed_while_the_worker_waited_at_its_held_write_is_the_machines(out_of_time):
+    """A job held at a database write until its soft limit landed there, killed at its hard limit while the worker
+    waited half the window for a core, having written nothing past the held write: could not grade, in both
+    checks that read it; one item more, and the kill is the code's."""
+    statement = _SPECS["statement"]
+    killed = dict(status="importing", final=False, landed=True, lost=to_wall(lab2.IMPORT.hard - lab2.IMPORT.soft),
+                  written=[0] * statement.written_when_time_runs_out(), exception="TimeLimitExceeded",
+                  result_text="TimeLimitExceeded(900)", seconds=None)
+    workday = _quiet_workday(statement=_ending(statement, **killed))
+    workday.killed = [4242]
+    with pytest.raises(CouldNotGrade, match=r"killed at its 900 s hard limit .*, but the worker waited"):
+        out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday)
+    with pytest.raises(CouldNotGrade, match=r"still 'importing' after its 900 s hard limit, with 4 of 8 rows written"):
+        out_of_time.test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday)
+    workday.endings[statement].written.append(0)
+    said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit, workday)
+    assert said.startswith("import job 7 (its soft limit landed while row 4 was being written to the database)'s "
+                           "task was killed at its 900 s hard limit (TimeLimitExceeded(900));"), said

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from budgetlab.harness.grading import faults_first
 from budgetlab.stories.lab2 import FITTING, WITH_BAD_ITEMS
+from budgetlab.stories.reading import Unmeasured
 
 
 def _not_completed(ending) -> str:
+    """Say how a job that fits its budget did not complete; the machine's (Unmeasured) when it carried the job past
+    its budget (lab2.Ending.overrun_unmeasured)."""
     if not ending.final:
-        return (f"{ending.name} is still '{ending.status}' after its {ending.kind.hard} s hard limit, "
+        said = (f"{ending.name} is still '{ending.status}' after its {ending.kind.hard} s hard limit, "
                 f"with {len(ending.written)} of {ending.items_total} {ending.kind.unit} written")
-    return f"{ending.name} ended '{ending.status}': '{ending.message}'"
+    else:
+        said = f"{ending.name} ended '{ending.status}': '{ending.message}'"
+    if ending.overrun_unmeasured():
+        return Unmeasured(f"{said}, but the worker waited {ending.lost_in_budget:.2f} s of wall time for a core "
+                          f"within its {ending.kind.soft} s budget (is the machine very busy?)")
+    return said
 
 
 def test_bad_items_are_recorded_and_the_job_goes_on(workday):
@@ -28,6 +37,7 @@ def test_bad_items_are_recorded_and_the_job_goes_on(workday):
                             f"{good} are good")
         elif ending.state != "SUCCESS":
             problems.append(f"{ending.name} completed, but its task ended {ending.state} ({ending.result_text})")
+    problems = faults_first(problems)
     assert not problems, "; ".join(problems)
 
 
@@ -43,4 +53,5 @@ def test_a_job_that_fits_its_budget_completes_with_exact_counts(workday):
                             f"{unit} written and {len(ending.failures)} failed")
         elif ending.state != "SUCCESS":
             problems.append(f"{ending.name} completed, but its task ended {ending.state} ({ending.result_text})")
+    problems = faults_first(problems)
     assert not problems, "; ".join(problems)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from budgetlab import labs
-from budgetlab.harness.grading import CouldNotGrade, could_not_start
+from budgetlab.harness.grading import MachineBusy, could_not_start
 from budgetlab.harness.modelserver import ModelService
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.paths import logs_dir
@@ -38,5 +38,5 @@ def rush(afternoon) -> lab8.Afternoon:
     """
     missing = lab8.rush_missing(afternoon)
     if missing:
-        raise CouldNotGrade(missing)
+        raise MachineBusy(missing)
     return afternoon

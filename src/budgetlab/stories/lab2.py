@@ -108,6 +108,23 @@ class Spec:
         cut = CUT[self.kind]
         return cut - 1 - sum(1 for n in self.bad_items() if n < cut)
 
+    def written_when_time_runs_out(self) -> int:
+        """At most how many items this job has written when its soft limit lands where it is made to (a landing
+        job's held write, or an oversized job's cut): code that wrote more went on after its limit."""
+        bad = self.bad_items()
+        if self.landing == STATEMENT:
+            # The held insert itself may still be committed once the hold ends, its writer gone or not.
+            return STALLED_ITEM
+        if self.landing == HANDLER:
+            return bad[0] - 1 - sum(1 for n in bad if n < bad[0])
+        if self.landing == FINALIZING:
+            return self.size - len(bad)
+        return self.written_by_the_cut()
+
+    def planned_seconds(self) -> float:
+        """The production seconds of model calls this job's items are planned to take (a job that fits its budget)."""
+        return self.size * LATENCY[self.kind]
+
     def where(self) -> str:
         """Say where this job's soft limit is made to land, in the story's words."""
         if self.landing == STATEMENT:
@@ -253,6 +270,10 @@ class Ending:
     landed: bool = False  # for a landing job, whether its code reached the held write (see LANDINGS)
     # Wall seconds the worker's most kept thread waited for a core between the job's soft and hard limits.
     lost: float = 0.0
+    # Wall seconds the worker's most kept thread waited for a core between the job's start and its soft limit.
+    lost_in_budget: float = 0.0
+    # Production seconds from the job's start to its final write (None: it has none).
+    seconds: float | None = None
 
     def kill_unmeasured(self) -> bool:
         """Whether a busy machine, not the code, may have kept this task from ending before its hard limit.
@@ -261,11 +282,25 @@ class Ending:
         a wall second on the lab clock (an agent run's 60 s are 0.3 s at
         200x); a worker kept waiting for a core for half of that window
         cannot be said to have used it (see stories.stallmeter). Only for a
-        job too big for its budget that wrote nothing past its cut: code that
-        went on after its soft limit wrote more, and its kill is its own.
+        job that wrote nothing past where its limit landed (its cut, or its
+        held write): code that went on after its soft limit wrote more, and
+        its kill is its own.
         """
-        return (not self.spec.landing and len(self.written) <= self.spec.written_by_the_cut()
+        return (len(self.written) <= self.spec.written_when_time_runs_out()
                 and self.lost >= 0.5 * clock.to_wall(self.kind.hard - self.kind.soft))
+
+    def overrun_unmeasured(self) -> bool:
+        """Whether a busy machine, not the code, may have carried a job that fits its budget past it.
+
+        A job that fits plans its model calls well inside its soft limit; when
+        it ran out of time (no final write before the limit, or none at all)
+        while the worker kept waiting for a core for half of what the plan left
+        to spare, the machine took that time (a CI pass beside another: a
+        50-row import still open at its hard limit).
+        """
+        ran_out = self.seconds is None or self.seconds >= self.kind.soft
+        spare = self.kind.soft - self.spec.planned_seconds()
+        return ran_out and clock.to_production(self.lost_in_budget) >= 0.5 * spare
 
     @property
     def kind(self) -> Kind:
@@ -308,15 +343,18 @@ def read_ending(spec: Spec, job, result, landed: bool = False, meter=None) -> En
                   message=job.message, items_total=job.items_total, failures=list(job.failures),
                   written=kind.written(job), state=result.state, exception=exception,
                   result_text=repr(value) if value is not None else "", ready=result.ready(), landed=landed,
-                  lost=_lost_between_limits(kind, job, meter))
+                  lost=_lost(job, meter, kind.soft, kind.hard), lost_in_budget=_lost(job, meter, 0, kind.soft),
+                  seconds=(job.finished_at - job.started_at).total_seconds()
+                  if job.is_final and job.started_at and job.finished_at else None)
 
 
-def _lost_between_limits(kind: Kind, job, meter) -> float:
-    """Wall seconds the worker waited for a core between the job's soft and hard limits (0 unmeasured)."""
+def _lost(job, meter, since: float, until: float) -> float:
+    """Wall seconds the worker waited for a core between two moments of the job, in production seconds from its
+    start (0 unmeasured)."""
     if meter is None or job.started_at is None:
         return 0.0
     started = job.started_at.timestamp()
-    return meter.lost(clock.wall_time(started + kind.soft), clock.wall_time(started + kind.hard))
+    return meter.lost(clock.wall_time(started + since), clock.wall_time(started + until))
 
 
 def hard_deadline(sent_at: float) -> float:
