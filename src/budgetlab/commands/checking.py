@@ -268,6 +268,8 @@ def slower_clock(lab: Lab) -> float | None:
         return None
     now = worker_clock()
     wanted = min(1.0, now * SLOWER)
+    # Away from a bound, a lab's clock is a fixed multiple of BUDGETLAB_CLOCK (lab 1's: 0.4 of it): read the
+    # multiple at the wanted clock and undo it, then check that the lab's clock did slow down.
     with clock.running_at(wanted):
         value = min(1.0, float(f"{wanted * wanted / worker_clock():.6g}"))
     with clock.running_at(value):
