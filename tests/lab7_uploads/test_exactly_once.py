@@ -6,7 +6,7 @@ the plan observed; tests/harness/test_lab7_symptoms.py reads each one.
 
 from __future__ import annotations
 
-from budgetlab.harness.grading import CouldNotGrade, MachineBusy
+from budgetlab.harness.grading import MachineBusy
 from budgetlab.stories import lab7
 
 
