@@ -116,7 +116,7 @@ class Spec:
             # The held insert itself may still be committed once the hold ends, its writer gone or not.
             return STALLED_ITEM
         if self.landing == HANDLER:
-            return bad[0] - 1 - sum(1 for n in bad if n < bad[0])
+            return bad[0] - 1  # every item before the first failed one
         if self.landing == FINALIZING:
             return self.size - len(bad)
         return self.written_by_the_cut()
