@@ -245,7 +245,9 @@ def test_a_kill_while_the_worker_waited_for_a_core_between_the_limits_is_the_mac
     from budgetlab.harness.grading import CouldNotGrade
 
     window = to_wall(lab2.AGENT.hard - lab2.AGENT.soft)  # all of it waiting for a core
-    with pytest.raises(CouldNotGrade, match=rf"killed at its 360 s hard limit .*, but the worker waited {window:.2f} s"):
+    with pytest.raises(CouldNotGrade,
+                       match=rf"killed at its 360 s hard limit .*, but the worker and its database waited "
+                             rf"{window:.2f} s"):
         out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(_workday(out_of_time, window))
 
 
@@ -332,7 +334,8 @@ def test_a_fitting_job_the_machine_carried_past_its_budget_is_the_machines(withi
     lost = _all_it_could_spare()
     workday = _quiet_workday(**{"import": _ending(_SPECS["import"], lost_in_budget=lost, **STILL_OPEN)})
     with pytest.raises(CouldNotGrade, match=rf"import job 7 is still 'importing' after its 900 s hard limit, with "
-                                            rf"32 of 50 rows written, but the worker waited {lost:.2f} s"):
+                                            rf"32 of 50 rows written, but the worker and its database waited "
+                                            rf"{lost:.2f} s"):
         within_budget.test_a_job_that_fits_its_budget_completes_with_exact_counts(workday)
 
 
@@ -370,7 +373,8 @@ def test_a_landing_job_killed_while_the_worker_waited_at_its_held_write_is_the_m
                   result_text="TimeLimitExceeded(900)", seconds=None)
     workday = _quiet_workday(statement=_ending(statement, **killed))
     workday.killed = [4242]
-    with pytest.raises(CouldNotGrade, match=r"killed at its 900 s hard limit .*, but the worker waited"):
+    with pytest.raises(CouldNotGrade, match=r"killed at its 900 s hard limit .*, but the worker and its database "
+                                            r"waited"):
         out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday)
     with pytest.raises(CouldNotGrade, match=r"still 'importing' after its 900 s hard limit, with 4 of 8 rows written"):
         out_of_time.test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday)
@@ -378,3 +382,33 @@ def test_a_landing_job_killed_while_the_worker_waited_at_its_held_write_is_the_m
     said = _said(out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit, workday)
     assert said.startswith("import job 7 (its soft limit landed while row 4 was being written to the database)'s "
                            "task was killed at its 900 s hard limit (TimeLimitExceeded(900));"), said
+
+
+def test_a_task_killed_after_its_child_had_ended_it_inside_the_limit_is_the_machines(out_of_time):
+    """The child stored its own ending before the hard limit and the worker's master killed it at that limit all the
+    same (it had not read the ending yet): could not grade. An ending stored after the limit, on a quiet machine, is
+    the code's."""
+    window = out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit
+    statement = _SPECS["statement"]
+    workday = _quiet_workday(statement=_ending(statement, landed=True, ended_before_kill=610.0))
+    workday.killed = [4242]
+    with pytest.raises(CouldNotGrade, match=r"'s task was killed at its 900 s hard limit after it had ended "
+                                            r"\(SoftTimeLimitExceeded\(\), 610 s after the job started\): the worker, "
+                                            r"waiting for a core, read that ending only after the limit"):
+        window(workday)
+    workday.endings[statement].ended_before_kill = 930.0
+    said = _said(window, workday)
+    assert said == ("import job 7 (its soft limit landed while row 4 was being written to the database)'s task was "
+                    "killed at its 900 s hard limit after it had ended (SoftTimeLimitExceeded(), 930 s after the job "
+                    "started); a hard limit ended 1 of the worker's children"), said
+
+
+def test_a_fitting_task_killed_after_it_had_completed_is_the_machines(out_of_time, within_budget):
+    """A job that fits, completed, its task's SUCCESS stored 400 s in, then its child killed at the hard limit: the
+    window check cannot grade, and the job itself is judged by what it did."""
+    workday = _quiet_workday(**{"import": _ending(_SPECS["import"], ended_before_kill=400.0)})
+    workday.killed = [4242]
+    with pytest.raises(CouldNotGrade,
+                       match=r"import job 7's task was killed at its 900 s hard limit after it had ended"):
+        out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday)
+    within_budget.test_a_job_that_fits_its_budget_completes_with_exact_counts(workday)

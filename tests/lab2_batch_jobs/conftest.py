@@ -12,9 +12,9 @@ from budgetlab.harness import stalls
 from budgetlab.harness.grading import could_not_start
 from budgetlab.harness.rig import Rig, WorkerDidNotStart
 from budgetlab.stories.lab2 import (FITTING, LANDINGS, MODULES, OVERSIZED, WITH_BAD_ITEMS, create_job,
-                                    hard_deadline, latency_plan, read_ending, stall_of)
-from budgetlab.stories.reading import wait_until
-from budgetlab.stories.stallmeter import StallMeter
+                                    hard_deadline, killed_by, latency_plan, read_ending, stall_of)
+from budgetlab.stories.reading import StoredResults, wait_until
+from budgetlab.stories.stallmeter import DatabaseBackends, StallMeter
 
 # Three children for the oversized jobs, one for each landing job, two for the seven small ones.
 CONCURRENCY = len(OVERSIZED) + len(LANDINGS) + 2
@@ -36,7 +36,8 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
     so the checks compare plain values and share one run of a few seconds.
     """
     folder = tmp_path_factory.mktemp("lab2")
-    with Rig(target_dir, label="check") as rig, rig.django(), StallMeter() as meter:
+    with Rig(target_dir, label="check") as rig, rig.django(), DatabaseBackends(rig.database_url) as backends, \
+            StallMeter() as meter, StoredResults(rig.client) as stored:
         queue = rig.queue()
         # The jobs are written while the worker boots: nothing runs before they are sent.
         tree = rig.start_worker([queue], MODULES, CONCURRENCY, latency_plan=latency_plan(), log=folder / "worker.log",
@@ -49,19 +50,21 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
             rig.ready(tree)
         except WorkerDidNotStart as exc:
             raise could_not_start(target_dir, exc) from None
-        meter.watch(tree.pids)
+        # A job's items pass between its child and a database backend: a core either waited for delays it.
+        meter.watch(tree.pids, backends.pids)
         sent_at = time.monotonic()
         results = {spec: rig.client.send_task(spec.kind.task, args=[job.pk], queue=queue)
                    for spec, job in jobs.items()}
         wait_until(lambda: all(r.ready() for r in results.values()), hard_deadline(sent_at))
         # A held write whose code never gave up its connection (a second one written on instead) ends here.
         stalls.release()
-        hard_limited = sum(1 for r in results.values()
-                           if r.ready() and type(r.result).__name__ == "TimeLimitExceeded")
-        # The pool logs a SIGKILL a moment after it reports the hard limit; give the log time to catch up.
+        hard_limited = sum(1 for r in results.values() if any(map(killed_by, stored.of(r.id))))
+        # The pool logs a SIGKILL a moment after it stores the hard limit; give the log time to catch up.
         wait_until(lambda: len(tree.killed_children()) >= hard_limited, time.monotonic() + 2)
+        # The kills first: each one's hard limit was stored before it was logged, so the endings read next know it.
+        killed = tree.killed_children()
         endings = {spec: read_ending(spec, job, results[spec], landed=spec in held and stalls.fired(held[spec]),
-                                     meter=meter)
+                                     meter=meter, stored=stored.of(results[spec].id))
                    for spec, job in jobs.items()}
         # Leaving the block kills the worker at once: every task has ended or been given up on.
-        return Workday(endings=endings, killed=tree.killed_children())
+        return Workday(endings=endings, killed=killed)

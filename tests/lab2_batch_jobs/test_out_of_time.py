@@ -55,6 +55,19 @@ def _counts_allowed(spec, written: int) -> tuple[int, ...]:
     return (written,) if written >= spec.written_by_the_cut() else (written, written - 1)
 
 
+def _killed_after_it_ended(ending, waited: str) -> tuple[str, str]:
+    """Say how a task whose child had stored its own ending was killed at its hard limit all the same, and the
+    symptom: the machine's when the ending came inside the limit (the worker's master read it too late) or, later,
+    when the worker `waited` for a core long enough to have been carried there ("": it did not)."""
+    hard, at = ending.kind.hard, ending.ended_before_kill
+    said_as = (f"{_name(ending)}'s task was killed at its {hard} s hard limit after it had ended "
+               f"({ending.result_text or ending.state}, {at:.0f} s after the job started)")
+    if at < hard:
+        return said_as, Unmeasured(f"{said_as}: the worker, waiting for a core, read that ending only after the "
+                                   "limit (is the machine very busy?)")
+    return said_as, Unmeasured(f"{said_as}, but {waited} (is the machine very busy?)") if waited else said_as
+
+
 def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
     """A job stopped by the soft limit ends failed and says how far it got, wherever the limit lands."""
     problems, shown, out = [], [], _out_of_time(workday)  # each symptom, and how a failing check states it
@@ -77,8 +90,9 @@ def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
         else:
             continue
         shown.append(said)
-        problems.append(Unmeasured(f"{said}, its task killed at its hard limit while the worker waited "
-                                   f"{ending.lost:.2f} s of wall time for a core between its soft and hard limits "
+        problems.append(Unmeasured(f"{said}, its task killed at its hard limit while the worker and its database "
+                                   f"waited {ending.lost:.2f} s of wall time for a core between its soft and hard "
+                                   "limits "
                                    "(is the machine very busy?)") if machine and not ending.final else said)
     stuck = sum(1 for spec in out if not workday.endings[spec].final)
     summary = f" ({len(out) - stuck} of {len(out)} jobs reached a final state)" if stuck else ""
@@ -98,13 +112,17 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
             symptom = f"{_name(ending)}'s task reported SUCCESS although the job ran out of time"
         elif ending.exception == "TimeLimitExceeded":
             said_as = f"{_name(ending)}'s task was killed at its {hard} s hard limit ({ending.result_text})"
-            symptom = (Unmeasured(f"{said_as}, but the worker waited {ending.lost:.2f} s of wall time for a core "
-                                  f"between its soft and hard limits (is the machine very busy?)")
+            symptom = (Unmeasured(f"{said_as}, but the worker and its database waited {ending.lost:.2f} s of wall "
+                                  f"time for a core between its soft and hard limits (is the machine very busy?)")
                        if ending.kill_unmeasured() else said_as)
         elif ending.state != "FAILURE":
             symptom = f"{_name(ending)}'s task had not ended well after its {hard} s hard limit (state {ending.state})"
         elif ending.exception != "SoftTimeLimitExceeded":
             symptom = f"{_name(ending)}'s task failed with {ending.result_text}, not with its soft limit"
+        elif ending.ended_before_kill is not None:
+            said_as, symptom = _killed_after_it_ended(ending, ending.kill_unmeasured() and (
+                f"the worker and its database waited {ending.lost:.2f} s of wall time for a core between its soft "
+                "and hard limits"))
         if symptom:
             problems.append(symptom)
             shown.append(said_as or symptom)
@@ -114,9 +132,15 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
         ending = workday.endings[spec]
         if ending.exception == "TimeLimitExceeded" and ending.overrun_unmeasured():
             problems.append(Unmeasured(f"{ending.name}'s task, which fits its budget, was killed at its "
-                                       f"{spec.kind.hard} s hard limit, but the worker waited "
+                                       f"{spec.kind.hard} s hard limit, but the worker and its database waited "
                                        f"{ending.lost_in_budget:.2f} s of wall time for a core within its "
                                        f"{spec.kind.soft} s budget (is the machine very busy?)"))
+        elif ending.ended_before_kill is not None:
+            said_as, symptom = _killed_after_it_ended(ending, ending.overrun_unmeasured() and (
+                f"the worker and its database waited {ending.lost_in_budget:.2f} s of wall time for a core within its "
+                f"{spec.kind.soft} s budget"))
+            problems.append(symptom)
+            shown.append(said_as)
     # Kills the machine may have caused, and nothing else: could not grade (faults_first raises). Beside a
     # fault of the code's, such a kill is listed as what it was: how busy the machine was must not change
     # what a failing check says.

@@ -16,8 +16,8 @@ def _not_completed(ending) -> str:
     else:
         said = f"{ending.name} ended '{ending.status}': '{ending.message}'"
     if ending.overrun_unmeasured():
-        return Unmeasured(f"{said}, but the worker waited {ending.lost_in_budget:.2f} s of wall time for a core "
-                          f"within its {ending.kind.soft} s budget (is the machine very busy?)")
+        return Unmeasured(f"{said}, but the worker and its database waited {ending.lost_in_budget:.2f} s of wall "
+                          f"time for a core within its {ending.kind.soft} s budget (is the machine very busy?)")
     return said
 
 

@@ -1,9 +1,11 @@
-"""A tiny Celery app for the pool tests: one task that declares both limits and outlives them.
+"""A tiny Celery app for the pool tests: tasks that declare both limits and outlive them.
 
-The task naps in short slices (so gevent and eventlet, which patch
+`nap` naps in short slices (so gevent and eventlet, which patch
 time.sleep, can switch greenlets between them) and reports how it ended:
 "finished" when nothing stopped it, "soft" when SoftTimeLimitExceeded
 reached it. A hard limit ends it from outside, as the task's result.
+`late_word` fails at its soft limit and then lingers in its child past the
+hard limit, after its ending is stored (see test_kill_after_ending.py).
 """
 
 import os
@@ -29,3 +31,15 @@ def nap() -> str:
     except SoftTimeLimitExceeded:
         return "soft"
     return "finished"
+
+
+class Lingering(app.Task):
+    """A task whose child lingers after its ending is stored: Celery calls after_return once it has stored it."""
+
+    def after_return(self, *args, **kwargs) -> None:
+        time.sleep(NAP)
+
+
+@app.task(name="pools.late_word", base=Lingering, soft_time_limit=SOFT, time_limit=HARD)
+def late_word() -> None:
+    time.sleep(NAP)  # its soft limit ends it: the child stores SoftTimeLimitExceeded, then lingers

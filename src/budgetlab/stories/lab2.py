@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from budgetlab import labs
 from budgetlab.inworker import clock
+from budgetlab.stories.reading import stored_at
 from kontor import datagen
 from kontor.latency import MODEL_CALL, keyed_rng
 
@@ -268,12 +269,16 @@ class Ending:
     ready: bool = True  # whether the task had ended when the job was read
     extra: dict = field(default_factory=dict)
     landed: bool = False  # for a landing job, whether its code reached the held write (see LANDINGS)
-    # Wall seconds the worker's most kept thread waited for a core between the job's soft and hard limits.
+    # Wall seconds the most kept threads of the worker and of its database (summed) waited for a core between the
+    # job's soft and hard limits.
     lost: float = 0.0
-    # Wall seconds the worker's most kept thread waited for a core between the job's start and its soft limit.
+    # The same, between the job's start and its soft limit.
     lost_in_budget: float = 0.0
     # Production seconds from the job's start to its final write (None: it has none).
     seconds: float | None = None
+    # For a task the pool's master killed at its hard limit after its child had stored an ending of its own:
+    # production seconds from the job's start to that ending (state, exception and result_text are the child's).
+    ended_before_kill: float | None = None
 
     def kill_unmeasured(self) -> bool:
         """Whether a busy machine, not the code, may have kept this task from ending before its hard limit.
@@ -334,23 +339,39 @@ class Ending:
         return f"{self.name}: {what}"
 
 
-def read_ending(spec: Spec, job, result, landed: bool = False, meter=None) -> Ending:
+def read_ending(spec: Spec, job, result, landed: bool = False, meter=None, stored: list[dict] = ()) -> Ending:
+    """Read how a job and its task ended; `stored` is every result stored for the task, in order
+    (reading.StoredResults), so that an ending the pool's master wrote a kill over is still read."""
+    from celery.states import READY_STATES
+
     kind = spec.kind
     job.refresh_from_db()
-    value = result.result if result.ready() else None
+    ready = result.ready()
+    state, value, ended_before_kill = result.state, result.result if ready else None, None
+    # Only endings: code may store progress of its own (update_state) before it ends.
+    own, *later = [meta for meta in stored if meta.get("status") in READY_STATES] or [None]
+    if own is not None and not killed_by(own) and job.started_at is not None and any(map(killed_by, later)):
+        state, value, ready = own["status"], own["result"], True
+        ended_before_kill = stored_at(own) - job.started_at.timestamp()
     exception = type(value).__name__ if isinstance(value, BaseException) else ""
     return Ending(spec=spec, job_id=job.pk, status=job.status, running=kind.model.RUNNING, final=job.is_final,
                   message=job.message, items_total=job.items_total, failures=list(job.failures),
-                  written=kind.written(job), state=result.state, exception=exception,
-                  result_text=repr(value) if value is not None else "", ready=result.ready(), landed=landed,
+                  written=kind.written(job), state=state, exception=exception,
+                  result_text=repr(value) if value is not None else "", ready=ready, landed=landed,
                   lost=_lost(job, meter, kind.soft, kind.hard), lost_in_budget=_lost(job, meter, 0, kind.soft),
                   seconds=(job.finished_at - job.started_at).total_seconds()
-                  if job.is_final and job.started_at and job.finished_at else None)
+                  if job.is_final and job.started_at and job.finished_at else None,
+                  ended_before_kill=ended_before_kill)
+
+
+def killed_by(meta: dict) -> bool:
+    """Whether a stored result is a hard limit's: what the pool's master stores when it kills a child."""
+    return type(meta.get("result")).__name__ == "TimeLimitExceeded"
 
 
 def _lost(job, meter, since: float, until: float) -> float:
-    """Wall seconds the worker waited for a core between two moments of the job, in production seconds from its
-    start (0 unmeasured)."""
+    """Wall seconds the worker and its database waited for a core between two moments of the job, in production
+    seconds from its start (0 unmeasured)."""
     if meter is None or job.started_at is None:
         return 0.0
     started = job.started_at.timestamp()

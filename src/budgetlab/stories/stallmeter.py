@@ -151,7 +151,8 @@ class DatabaseBackends:
 
         try:
             if self._conn is None:
-                self._conn = psycopg.connect(self._url, autocommit=True, application_name="budgetlab-stall-meter")
+                # Not named like a stalled backend (stalls.APPLICATION_PREFIX), which stalls.release() ends.
+                self._conn = psycopg.connect(self._url, autocommit=True, application_name="budgetlab-meter")
             rows = self._conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                                       "AND pid <> pg_backend_pid()").fetchall()
         except psycopg.Error:
