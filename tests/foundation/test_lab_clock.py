@@ -66,6 +66,7 @@ def test_every_clock_reads_the_same_production_time(probe_worker, celery_client,
     result = celery_client.send_task("probe.readings", queue=queue_name)
     assert settled(result, 30), "the probe did not come back"
     after = clock.production_now()
+    assert result.state == "SUCCESS", f"the probe failed: {result.result!r}"
     readings = dict(result.result)
     today = readings.pop("date.today")
     problems = [f"{name} read {value:.1f}" for name, value in readings.items() if not before - 1 <= value <= after + 1]
@@ -85,6 +86,7 @@ def test_a_record_the_grader_writes_is_as_old_as_a_worker_reads_it(probe_worker,
     asked = AgentRun.objects.create(company=company, goal="how old am I?", steps=[])
     result = celery_client.send_task("probe.readings", queue=queue_name)
     assert settled(result, 30), "the probe did not come back"
+    assert result.state == "SUCCESS", f"the probe failed: {result.result!r}"
     age = result.result["timezone.now"] - asked.created_at.timestamp()
     # However busy the machine, the question can be no older than the wall time since it was written.
     assert -1 <= age <= clock.to_production(time.monotonic() - writing) + 1, (

@@ -53,7 +53,7 @@ def workday(target_dir, stack_ready, tmp_path_factory) -> Workday:
         # A job's items pass between its child and a database backend: a core either waited for delays it.
         meter.watch(tree.pids, backends.pids)
         sent_at = time.monotonic()
-        results = {spec: rig.client.send_task(spec.kind.task, args=[job.pk], queue=queue)
+        results = {spec: rig.client.send_task(spec.kind.task, args=[job.pk], queue=queue, task_id=stored.new_id())
                    for spec, job in jobs.items()}
         wait_until(lambda: all(r.ready() for r in results.values()), hard_deadline(sent_at))
         # A held write whose code never gave up its connection (a second one written on instead) ends here.

@@ -34,7 +34,7 @@ def test_a_kill_after_the_childs_own_ending_is_stored_over_it_and_both_are_seen(
         with StoredResults(rig.client) as stored:
             tree = rig.start_worker([queue], [], argv=argv, log=tmp_path / "prefork.log",
                                     extra_env={"DJANGO_SETTINGS_MODULE": None, "BUDGETLAB_CLOCK": "1"})
-            task_id = rig.client.send_task("pools.late_word", queue=queue).id
+            task_id = rig.client.send_task("pools.late_word", queue=queue, task_id=stored.new_id()).id
             wait_until(lambda: len(stored.of(task_id)) >= 2, time.monotonic() + 30)
             metas = stored.of(task_id)
             key_says = rig.client.AsyncResult(task_id).result

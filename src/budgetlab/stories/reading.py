@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import re
 import time
+import uuid
 from collections.abc import Callable
 
 # How often a wait looks again, in wall seconds: often enough that a check does not idle.
@@ -55,19 +56,18 @@ def stored_at(result) -> float | None:
 
 
 class StoredResults:
-    """Every result a Celery app's Redis backend stores while this is open, by task, in the order stored.
+    """Every result a Celery app's Redis backend stores for the tasks sent with its ids, in the order stored.
 
     The backend keeps one value a task, and a pool's master writes a hard
     limit's TimeLimitExceeded over the ending a child had stored (only a
     SUCCESS is kept: celery/backends/base.py, BaseKeyValueStoreBackend
     _store_result) when its timer fires before it has read that child's
-    answer off the pool's pipe. kombu's hub fires due timers before it polls
-    its pipes (kombu/asynchronous/hub.py, Hub.create_loop), so a master kept
-    waiting for a core kills children whose tasks had already ended. Reading
-    the key afterwards shows the kill, and not what the code did. The backend
-    publishes every value it stores on the key's channel (celery/backends/
-    redis.py, RedisBackend._set): subscribed before the tasks are sent, this
-    sees both, in order.
+    answer off the pool's pipe: a child between storing its ending and
+    sending it, or a master kept waiting for a core. Reading the key
+    afterwards shows the kill, not what the code did. The backend publishes
+    every value it stores on the key's channel (celery/backends/redis.py,
+    RedisBackend._set): subscribed before its task is sent, this sees both,
+    in order (tests/pools/test_kill_after_ending.py, on a real worker).
     """
 
     def __init__(self, app) -> None:
@@ -76,20 +76,27 @@ class StoredResults:
         self._stored: dict[str, list[dict]] = {}
 
     def __enter__(self) -> StoredResults:
-        self._pubsub = self._backend.client.pubsub()
-        self._pubsub.psubscribe(self._backend.task_keyprefix + b"*")
-        # The server's confirmation: from here on, nothing stored is missed.
-        self._pubsub.get_message(timeout=10.0)
+        self._pubsub = self._backend.client.pubsub(ignore_subscribe_messages=True)
         return self
 
     def __exit__(self, *exc_info) -> None:
         self._pubsub.close()
 
+    def new_id(self) -> str:
+        """Return an id to send a task with (send_task's task_id), whose results this sees from now on.
+
+        Channels are not per Redis database: only this check's own tasks are listened to.
+        """
+        task_id = str(uuid.uuid4())
+        self._pubsub.subscribe(self._backend.get_key_for_task(task_id))
+        return task_id
+
     def of(self, task_id: str) -> list[dict]:
         """Return the results stored for a task so far, oldest first, as the backend's metas (status, result,
         date_done); a result read off its key has been published before, so it is among them."""
-        while (message := self._pubsub.get_message(timeout=0.0)) is not None:
-            if message["type"] == "pmessage":
+        while self._pubsub.connection is not None and self._pubsub.connection.can_read(timeout=0):
+            message = self._pubsub.get_message(timeout=0.0)
+            if message is not None and message["type"] == "message":
                 meta = self._decoded(message["data"])
                 self._stored.setdefault(meta.get("task_id"), []).append(meta)
         return list(self._stored.get(task_id, ()))
