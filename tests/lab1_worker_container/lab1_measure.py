@@ -31,7 +31,7 @@ from pathlib import Path
 import redis
 
 from budgetlab.errors import BudgetlabError
-from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.harness.grading import CouldNotGrade, MachineBusy
 from budgetlab.harness.rig import Rig
 from budgetlab.inworker import clock
 from budgetlab.stories.lab1 import (DEFAULT_HARD, DEFAULT_SOFT, HARD_VARIABLE, SLUG, SOFT_LINE, SOFT_VARIABLE,
@@ -147,7 +147,8 @@ class Fleet:
             self._masters = workers(self.client, expected=self.tree.ready_hostnames())
         worker = self._masters.get(queue)
         if worker is None:
-            raise CouldNotGrade(f"the master that ran the probe on '{queue}' did not answer celery inspect "
+            # It ran the probe, so it is alive: a master too busy to answer in time, which a slower clock may spare.
+            raise MachineBusy(f"the master that ran the probe on '{queue}' did not answer celery inspect "
                                 f"(log: {self.log})")
         return worker
 
