@@ -412,3 +412,41 @@ def test_a_fitting_task_killed_after_it_had_completed_is_the_machines(out_of_tim
                        match=r"import job 7's task was killed at its 900 s hard limit after it had ended"):
         out_of_time.test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday)
     within_budget.test_a_job_that_fits_its_budget_completes_with_exact_counts(workday)
+
+
+def _stored(status, result, at):
+    """A result as the backend stores it (StoredResults.of): `at` production seconds as a Unix timestamp."""
+    import datetime
+
+    return {"status": status, "result": result,
+            "date_done": datetime.datetime.fromtimestamp(at, datetime.UTC).isoformat()}
+
+
+def _read(monkeypatch, stored, started=1_000.0):
+    """Read lab 2's statement-landing import the way its workday does, from a job row and a result built by hand,
+    whose key says the master's TimeLimitExceeded."""
+    import datetime
+
+    from celery.exceptions import TimeLimitExceeded
+
+    monkeypatch.setattr(lab2.Kind, "written", lambda self, job: [0] * 4)
+    job = SimpleNamespace(pk=7, status="failed", is_final=True, message="timed out after 4 of 8 rows", items_total=8,
+                          failures=[], refresh_from_db=lambda: None,
+                          started_at=datetime.datetime.fromtimestamp(started, datetime.UTC),
+                          finished_at=datetime.datetime.fromtimestamp(started + 605, datetime.UTC))
+    key = SimpleNamespace(ready=lambda: True, state="FAILURE", result=TimeLimitExceeded(900))
+    return lab2.read_ending(_SPECS["statement"], job, key, landed=True, stored=stored)
+
+
+def test_an_ending_the_master_wrote_a_kill_over_is_read_as_the_childs(monkeypatch):
+    """The child's own ending, stored before the master's kill, is what the ending says, with when it came; progress
+    the code stored is no ending; without a stored kill, the key is read as it is."""
+    from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
+
+    kill = _stored("FAILURE", TimeLimitExceeded(900), 1_900.0)
+    ending = _read(monkeypatch, [_stored("FAILURE", SoftTimeLimitExceeded(), 1_610.0), kill, kill])
+    assert (ending.state, ending.exception, ending.ended_before_kill) == ("FAILURE", "SoftTimeLimitExceeded", 610.0)
+    ending = _read(monkeypatch, [_stored("PROGRESS", {"done": 3}, 1_300.0), kill])
+    assert (ending.exception, ending.ended_before_kill) == ("TimeLimitExceeded", None), ending
+    ending = _read(monkeypatch, [])
+    assert (ending.exception, ending.ended_before_kill) == ("TimeLimitExceeded", None), ending
