@@ -393,8 +393,8 @@ def test_a_task_killed_after_its_child_had_ended_it_inside_the_limit_is_the_mach
     workday = _quiet_workday(statement=_ending(statement, landed=True, ended_before_kill=610.0))
     workday.killed = [4242]
     with pytest.raises(CouldNotGrade, match=r"'s task was killed at its 900 s hard limit after it had ended "
-                                            r"\(SoftTimeLimitExceeded\(\), 610 s after the job started\): the worker, "
-                                            r"waiting for a core, read that ending only after the limit"):
+                                            r"\(SoftTimeLimitExceeded\(\), 610 s after the job started\): the worker's "
+                                            r"master had not read that ending when the limit came"):
         window(workday)
     workday.endings[statement].ended_before_kill = 930.0
     said = _said(window, workday)

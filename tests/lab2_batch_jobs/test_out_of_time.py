@@ -63,8 +63,8 @@ def _killed_after_it_ended(ending, waited: str) -> tuple[str, str]:
     said_as = (f"{_name(ending)}'s task was killed at its {hard} s hard limit after it had ended "
                f"({ending.result_text or ending.state}, {at:.0f} s after the job started)")
     if at < hard:
-        return said_as, Unmeasured(f"{said_as}: the worker, waiting for a core, read that ending only after the "
-                                   "limit (is the machine very busy?)")
+        return said_as, Unmeasured(f"{said_as}: the worker's master had not read that ending when the limit came "
+                                   "(is the machine very busy?)")
     return said_as, Unmeasured(f"{said_as}, but {waited} (is the machine very busy?)") if waited else said_as
 
 
@@ -92,8 +92,7 @@ def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
         shown.append(said)
         problems.append(Unmeasured(f"{said}, its task killed at its hard limit while the worker and its database "
                                    f"waited {ending.lost:.2f} s of wall time for a core between its soft and hard "
-                                   "limits "
-                                   "(is the machine very busy?)") if machine and not ending.final else said)
+                                   "limits (is the machine very busy?)") if machine and not ending.final else said)
     stuck = sum(1 for spec in out if not workday.endings[spec].final)
     summary = f" ({len(out) - stuck} of {len(out)} jobs reached a final state)" if stuck else ""
     # Only jobs the machine may have kept from ending: could not grade (faults_first raises). Beside a fault of the

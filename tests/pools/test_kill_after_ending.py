@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 
 def test_a_kill_after_the_childs_own_ending_is_stored_over_it_and_both_are_seen(tmp_path):
-    """The key ends up saying TimeLimitExceeded; the results stored say SoftTimeLimitExceeded first, then that (the
-    master stores it twice: when its timer fires, and when the pool reports the job failed)."""
+    """The key ends up saying TimeLimitExceeded; the results stored say SoftTimeLimitExceeded first, then only that
+    (the master stored it twice in every run seen here)."""
     with Rig(HERE, label="pools") as rig:
         queue = rig.queue()
         argv = [sys.executable, "-m", "celery", "-A", "pools_probe", "worker", "-P", "prefork", "-c", "1", "-Q", queue,
