@@ -90,9 +90,8 @@ def test_a_job_out_of_time_ends_failed_and_says_how_far_it_got(workday):
         else:
             continue
         shown.append(said)
-        problems.append(Unmeasured(f"{said}, its task killed at its hard limit while the worker and its database "
-                                   f"waited {ending.lost:.2f} s of wall time for a core between its soft and hard "
-                                   "limits (is the machine very busy?)") if machine and not ending.final else said)
+        problems.append(Unmeasured(f"{said}, its task killed at its hard limit while {ending.waited_between_limits()} "
+                                   "(is the machine very busy?)") if machine and not ending.final else said)
     stuck = sum(1 for spec in out if not workday.endings[spec].final)
     summary = f" ({len(out) - stuck} of {len(out)} jobs reached a final state)" if stuck else ""
     # Only jobs the machine may have kept from ending: could not grade (faults_first raises). Beside a fault of the
@@ -111,17 +110,15 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
             symptom = f"{_name(ending)}'s task reported SUCCESS although the job ran out of time"
         elif ending.exception == "TimeLimitExceeded":
             said_as = f"{_name(ending)}'s task was killed at its {hard} s hard limit ({ending.result_text})"
-            symptom = (Unmeasured(f"{said_as}, but the worker and its database waited {ending.lost:.2f} s of wall "
-                                  f"time for a core between its soft and hard limits (is the machine very busy?)")
+            symptom = (Unmeasured(f"{said_as}, but {ending.waited_between_limits()} (is the machine very busy?)")
                        if ending.kill_unmeasured() else said_as)
         elif ending.state != "FAILURE":
             symptom = f"{_name(ending)}'s task had not ended well after its {hard} s hard limit (state {ending.state})"
         elif ending.exception != "SoftTimeLimitExceeded":
             symptom = f"{_name(ending)}'s task failed with {ending.result_text}, not with its soft limit"
         elif ending.ended_before_kill is not None:
-            said_as, symptom = _killed_after_it_ended(ending, ending.kill_unmeasured() and (
-                f"the worker and its database waited {ending.lost:.2f} s of wall time for a core between its soft "
-                "and hard limits"))
+            said_as, symptom = _killed_after_it_ended(ending,
+                                                      ending.kill_unmeasured() and ending.waited_between_limits())
         if symptom:
             problems.append(symptom)
             shown.append(said_as or symptom)
@@ -131,13 +128,10 @@ def test_the_task_ends_inside_the_window_between_soft_and_hard_limit(workday):
         ending = workday.endings[spec]
         if ending.exception == "TimeLimitExceeded" and ending.overrun_unmeasured():
             problems.append(Unmeasured(f"{ending.name}'s task, which fits its budget, was killed at its "
-                                       f"{spec.kind.hard} s hard limit, but the worker and its database waited "
-                                       f"{ending.lost_in_budget:.2f} s of wall time for a core within its "
-                                       f"{spec.kind.soft} s budget (is the machine very busy?)"))
+                                       f"{spec.kind.hard} s hard limit, but {ending.waited_in_budget()} "
+                                       "(is the machine very busy?)"))
         elif ending.ended_before_kill is not None:
-            said_as, symptom = _killed_after_it_ended(ending, ending.overrun_unmeasured() and (
-                f"the worker and its database waited {ending.lost_in_budget:.2f} s of wall time for a core within its "
-                f"{spec.kind.soft} s budget"))
+            said_as, symptom = _killed_after_it_ended(ending, ending.overrun_unmeasured() and ending.waited_in_budget())
             problems.append(symptom)
             shown.append(said_as)
     # Kills the machine may have caused, and nothing else: could not grade (faults_first raises). Beside a

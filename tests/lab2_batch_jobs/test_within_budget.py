@@ -16,8 +16,7 @@ def _not_completed(ending) -> str:
     else:
         said = f"{ending.name} ended '{ending.status}': '{ending.message}'"
     if ending.overrun_unmeasured():
-        return Unmeasured(f"{said}, but the worker and its database waited {ending.lost_in_budget:.2f} s of wall "
-                          f"time for a core within its {ending.kind.soft} s budget (is the machine very busy?)")
+        return Unmeasured(f"{said}, but {ending.waited_in_budget()} (is the machine very busy?)")
     return said
 
 

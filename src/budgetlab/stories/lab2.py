@@ -307,6 +307,16 @@ class Ending:
         spare = self.kind.soft - self.spec.planned_seconds()
         return ran_out and clock.to_production(self.lost_in_budget) >= 0.5 * spare
 
+    def waited_between_limits(self) -> str:
+        """Say what `lost` measured, for a symptom that is the machine's."""
+        return (f"the worker and its database waited {self.lost:.2f} s of wall time for a core between its soft and "
+                "hard limits")
+
+    def waited_in_budget(self) -> str:
+        """Say what `lost_in_budget` measured, for a symptom that is the machine's."""
+        return (f"the worker and its database waited {self.lost_in_budget:.2f} s of wall time for a core within its "
+                f"{self.kind.soft} s budget")
+
     @property
     def kind(self) -> Kind:
         return self.spec.kind
