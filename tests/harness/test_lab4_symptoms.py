@@ -165,6 +165,26 @@ def test_the_worker_sentences_name_the_processes_the_log_showed(graders):
         "the check's batch process ended with exit status -9 before it reported: Killed"
 
 
+def test_a_batch_that_never_ends_is_named_by_what_its_process_showed(graders):
+    """The probe past its deadline: its CPU time says whether it computed or waited, its stack the line it was on;
+    neither is claimed where /proc could not say it, and a machine that kept it from a core is named instead."""
+    say = graders.say
+    batch = say.batch(60, 120)
+    where = ("labs/lab4_extraction_batch/categories.py", 62, "category_table")
+    assert say.probe_unfinished(batch, 30.2, 0.3, False, where) == (
+        f"{batch} in one process had not finished after 30 s wall, having used 0.3 s of CPU (waiting most of that "
+        "time); it was at labs/lab4_extraction_batch/categories.py:62 (in category_table) when the check stopped it")
+    assert say.probe_unfinished(batch, 30.0, 29.1, True, None) == (
+        f"{batch} in one process had not finished after 30 s wall, having used 29.1 s of CPU (computing most of "
+        "that time)")
+    assert say.probe_unfinished(batch, 30.0, None, None, where).endswith(
+        "had not finished after 30 s wall; it was at labs/lab4_extraction_batch/categories.py:62 (in category_table) "
+        "when the check stopped it")
+    assert say.probe_kept(batch, 31.0, 19.6) == (
+        f"{batch} in one process had not finished after 31 s wall, 20 s of which the machine kept it waiting for a "
+        "core")
+
+
 def _figures(scans: int, import_queries: int = 0) -> BatchFigures:
     return BatchFigures(rows=2500, wall_seconds=2.91, lookup_seconds=2.70, lookup_calls=8000, queries=scans,
                         category_queries=scans, import_queries=import_queries, scans=scans, rows_read=scans * 36)

@@ -82,6 +82,22 @@ def probe_ended(returncode: int, last: str) -> str:
     return f"the check's batch process ended with exit status {returncode} before it reported: {last}"
 
 
+def probe_unfinished(batch: str, seconds: float, cpu: float | None, computing: bool | None,
+                     where: tuple[str, int, str] | None) -> str:
+    """The probe past its deadline: how long, what its CPU time says it did, and the lab line it was on, if any."""
+    said = f"{batch} in one process had not finished after {seconds:.0f} s wall"
+    if computing is not None:
+        said += f", having used {cpu:.1f} s of CPU ({'computing' if computing else 'waiting'} most of that time)"
+    if where:
+        said += f"; it was at {where[0]}:{where[1]} (in {where[2]}) when the check stopped it"
+    return said
+
+
+def probe_kept(batch: str, seconds: float, kept: float) -> str:
+    return (f"{batch} in one process had not finished after {seconds:.0f} s wall, {kept:.0f} s of which the machine "
+            "kept it waiting for a core")
+
+
 def renamed_lookup(before: str, after: str) -> str:
     """category('4210') after the rename, beside its answer before it."""
     said = "still said" if after == before else "said"

@@ -16,9 +16,11 @@ import pytest
 from lab4_workload import TABLE_READS
 
 from budgetlab import stack
-from budgetlab.harness.grading import CouldNotGrade
+from budgetlab.harness import stuck
+from budgetlab.harness.grading import CouldNotGrade, MachineBusy
 from budgetlab.harness.rig import Rig
-from budgetlab.stories.lab4 import batch_environment
+from budgetlab.paths import display_path
+from budgetlab.stories.lab4 import SLUG, batch_environment
 from budgetlab.stories.reading import wait_until
 
 PROBE = Path(__file__).with_name("lab4_probe.py")
@@ -26,6 +28,8 @@ DOCUMENTS, TRANSACTIONS = 60, 120
 BATCH = say.batch(DOCUMENTS, TRANSACTIONS)
 # The worker's processes: the table may be read once in each.
 CONCURRENCY = 2
+# Wall seconds the probe may take from its start: it took 0.4-0.7 s quiet, 0.6-1.0 s beside two busy loops.
+PROBE_SECONDS = 30.0
 CHILD = re.compile(r"/(ForkPoolWorker-\d+)\] Task lab4(?:check)?\.\w+\[[^\]]+\] succeeded")
 
 
@@ -38,25 +42,33 @@ def probe_process(target_dir):
 
 
 def _probe_process(env: dict[str, str]):
+    started = time.monotonic()
     process = subprocess.Popen([sys.executable, str(PROBE), str(DOCUMENTS), str(TRANSACTIONS)], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    yield process
+    yield process, started
     if process.poll() is None:
         process.kill()
     process.communicate()
 
 
 @pytest.fixture(scope="module")
-def probe(probe_process) -> dict:
+def probe(probe_process, target_dir) -> dict:
     """What one fresh process saw running the target's lookups: import, batch, comparison, mutation, ORM changes."""
+    process, started = probe_process
     try:
-        stdout, stderr = probe_process.communicate(timeout=90)
+        stdout, stderr = process.communicate(timeout=max(PROBE_SECONDS - (time.monotonic() - started), 0.1))
     except subprocess.TimeoutExpired:
-        raise CouldNotGrade(f"{BATCH} did not finish within 90 s in one process") from None
+        seen = stuck.ask(process, started, target_dir / SLUG)[0]
+        # Half its time kept from a core: the machine's doing, not the code's.
+        if seen.kept > seen.seconds / 2:
+            raise MachineBusy(say.probe_kept(BATCH, seen.seconds, seen.kept)) from None
+        where = seen.frame and (display_path(seen.frame[0]), *seen.frame[1:])
+        raise AssertionError(say.probe_unfinished(BATCH, seen.seconds, seen.cpu, seen.computing, where)) from None
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    if probe_process.returncode != 0 or not lines:
+    if process.returncode != 0 or not lines:
+        # The probe reports every exception the code raises; a process that ended without a report was ended by it.
         last = (stderr.strip().splitlines() or ["no output"])[-1]
-        raise CouldNotGrade(say.probe_ended(probe_process.returncode, last))
+        raise AssertionError(say.probe_ended(process.returncode, last))
     report = json.loads(lines[-1])
     if "import_error" in report:
         raise CouldNotGrade(f"importing lab4_extraction_batch.tasks failed: {report['import_error']}")

@@ -43,8 +43,16 @@ class MachineBusy(CouldNotGrade):
 AGAIN_WITHOUT_VERDICT = 2
 
 
-class CheckStalled(BaseException):
-    """A check ran far past its lab's limits; a BaseException, so lab code's `except Exception` cannot swallow it."""
+class CheckStalled(pytest.fail.Exception):
+    """A check ran far past its lab's limits.
+
+    A BaseException, so lab code's `except Exception` cannot swallow it; and
+    pytest's own failure (pytest.fail's), so a fixture shared by several
+    checks that it stopped keeps it as that fixture's error: the next check
+    that asks for the fixture fails with the same sentence, where any other
+    BaseException left pytest's fixture cache half-written and the next
+    check failed on pytest's internal assertion, a bare "AssertionError".
+    """
 
 
 # Wall seconds a check may take beyond its lab's longest hard limit: worker starts and

@@ -50,6 +50,11 @@ def _waited(pid: int) -> dict[int, float]:
     return waited
 
 
+def waited_most(pid: int) -> float:
+    """Wall seconds the most kept thread of a process has waited for a core since it started (0 without /proc)."""
+    return max(_waited(pid).values(), default=0.0)
+
+
 class StallMeter:
     """A thread that reads how long each thread of the watched processes has waited for a core, TICK by TICK."""
 
