@@ -47,11 +47,10 @@ class CheckStalled(pytest.fail.Exception):
     """A check ran far past its lab's limits.
 
     A BaseException, so lab code's `except Exception` cannot swallow it; and
-    pytest's own failure (pytest.fail's), so a fixture shared by several
-    checks that it stopped keeps it as that fixture's error: the next check
-    that asks for the fixture fails with the same sentence, where any other
-    BaseException left pytest's fixture cache half-written and the next
-    check failed on pytest's internal assertion, a bare "AssertionError".
+    pytest's own failure (pytest.fail's), so pytest reports it as the check's
+    failure wherever it lands: raised in a fixture that checks share, any
+    other BaseException left pytest's fixture cache half-written. The checks
+    after it are not started (see pytest_runtest_makereport).
     """
 
 
@@ -230,6 +229,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.budgetlab_busy = True
     elif report.failed and (lab := _lab_of(item)) is not None:
         report.budgetlab_seam_note = seam_note(target_root(item.config) / lab.slug, lab.readonly)
+    if call.excinfo is not None and isinstance(call.excinfo.value, CheckStalled) and not _STALLED:
+        # The lab's code never returned: each check after this one would wait as long for the same code (lab 5's
+        # sampler looping for ever ran into the 180 s backstop after two checks and could not grade). pytest stops
+        # after this check, as -x does (exit 1), and the ones it did not start are reported as not run.
+        _STALLED.append(_title(item.nodeid))
+        item.session.shouldfail = f"«{_STALLED[0]}» never returned"
 
 
 @functools.lru_cache(maxsize=None)
@@ -238,10 +243,16 @@ def seam_note(folder: Path, readonly: tuple[str, ...] = ()) -> str:
     return seams.note(seams.lab_files(folder, readonly), display_path)
 
 
+# The title of the check whose code never returned, once one has; and every check reported so far.
+_STALLED: list[str] = []
+_REPORTED: set[str] = set()
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
     checkreport.write({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _REPORTED.add(report.nodeid)
         symptom = "" if report.passed else getattr(report, "budgetlab_could_not_grade", None) or _symptom(report)
         note = getattr(report, "budgetlab_seam_note", "")
         if note and not symptom.startswith("could not grade"):
@@ -288,6 +299,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
 
 
 _TITLES: dict[str, str] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Report each check that a stalled one kept from starting as not run, so the count covers every check."""
+    for nodeid, title in _TITLES.items():
+        if _STALLED and nodeid not in _REPORTED:
+            checkreport.write({"nodeid": nodeid, "outcome": "failed", "title": title,
+                               "symptom": f"not run: the checks stopped after «{_STALLED[0]}», whose code never "
+                                          "returned", "could_not_grade": False, "busy": False, "seconds": 0.0})
 
 
 def pytest_collection_modifyitems(items) -> None:
