@@ -54,12 +54,12 @@ def test_a_stuck_process_names_its_lab_line_and_what_it_did(tmp_path, behaviour)
     """A thread that waits for a lock it holds, or loops, is found on its lab line; its CPU says which it did."""
     process, started = _start(tmp_path, behaviour)
     time.sleep(1.0)  # long enough that CPU time tells a loop from a wait
-    seen, _out, err = stuck.ask(process, started, tmp_path / "lab")
+    seen = stuck.ask(process, started, tmp_path / "lab")
     assert process.returncode is not None, "ask() left the process running"
-    assert seen.frame is not None, err
+    assert seen.frame is not None, seen
     path, line, name = seen.frame
-    assert (path, name) == ((tmp_path / "lab" / "lookups.py").resolve(), NAME[behaviour]), err
-    assert line in LINES[behaviour], err
+    assert (path, name) == ((tmp_path / "lab" / "lookups.py").resolve(), NAME[behaviour]), seen
+    assert line in LINES[behaviour], seen
     assert seen.seconds >= 1.0
     if seen.cpu is not None:  # /proc: Linux
         assert seen.computing is (behaviour == "computes"), seen

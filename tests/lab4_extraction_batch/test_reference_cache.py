@@ -58,7 +58,7 @@ def probe(probe_process, target_dir) -> dict:
     try:
         stdout, stderr = process.communicate(timeout=max(PROBE_SECONDS - (time.monotonic() - started), 0.1))
     except subprocess.TimeoutExpired:
-        seen = stuck.ask(process, started, target_dir / SLUG)[0]
+        seen = stuck.ask(process, started, target_dir / SLUG)
         # Half its time kept from a core: the machine's doing, not the code's.
         if seen.kept > seen.seconds / 2:
             raise MachineBusy(say.probe_kept(BATCH, seen.seconds, seen.kept)) from None

@@ -229,12 +229,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.budgetlab_busy = True
     elif report.failed and (lab := _lab_of(item)) is not None:
         report.budgetlab_seam_note = seam_note(target_root(item.config) / lab.slug, lab.readonly)
-    if call.excinfo is not None and isinstance(call.excinfo.value, CheckStalled) and not _STALLED:
+    if call.excinfo is not None and isinstance(call.excinfo.value, CheckStalled) and not item.session.shouldfail:
         # The lab's code never returned: each check after this one would wait as long for the same code (lab 5's
         # sampler looping for ever ran into the 180 s backstop after two checks and could not grade). pytest stops
-        # after this check, as -x does (exit 1), and the ones it did not start are reported as not run.
-        _STALLED.append(_title(item.nodeid))
-        item.session.shouldfail = f"«{_STALLED[0]}» never returned"
+        # after this check, as -x does (exit 1), and the ones it will not start are reported as not run.
+        stalled, items = _title(item.nodeid), item.session.items
+        _NOT_STARTED.extend((later.nodeid, stalled) for later in items[items.index(item) + 1:])
+        item.session.shouldfail = f"«{stalled}» never returned"
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,16 +244,14 @@ def seam_note(folder: Path, readonly: tuple[str, ...] = ()) -> str:
     return seams.note(seams.lab_files(folder, readonly), display_path)
 
 
-# The title of the check whose code never returned, once one has; and every check reported so far.
-_STALLED: list[str] = []
-_REPORTED: set[str] = set()
+# The checks pytest will not start because one before them never returned: (node id, that one's title).
+_NOT_STARTED: list[tuple[str, str]] = []
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Every phase's time, fixtures included (shared workers start in a fixture), for the speed benchmark.
     checkreport.write({"kind": "timing", "nodeid": report.nodeid, "seconds": report.duration})
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        _REPORTED.add(report.nodeid)
         symptom = "" if report.passed else getattr(report, "budgetlab_could_not_grade", None) or _symptom(report)
         note = getattr(report, "budgetlab_seam_note", "")
         if note and not symptom.startswith("could not grade"):
@@ -303,11 +302,10 @@ _TITLES: dict[str, str] = {}
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Report each check that a stalled one kept from starting as not run, so the count covers every check."""
-    for nodeid, title in _TITLES.items():
-        if _STALLED and nodeid not in _REPORTED:
-            checkreport.write({"nodeid": nodeid, "outcome": "failed", "title": title,
-                               "symptom": f"not run: the checks stopped after «{_STALLED[0]}», whose code never "
-                                          "returned", "could_not_grade": False, "busy": False, "seconds": 0.0})
+    for nodeid, stalled in _NOT_STARTED:
+        checkreport.write({"nodeid": nodeid, "outcome": "failed", "title": _title(nodeid),
+                           "symptom": f"not run: the checks stopped after «{stalled}», whose code never returned",
+                           "could_not_grade": False, "busy": False, "seconds": 0.0})
 
 
 def pytest_collection_modifyitems(items) -> None:

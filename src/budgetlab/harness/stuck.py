@@ -13,7 +13,6 @@ to run it. Without /proc (macOS) only the line is known.
 from __future__ import annotations
 
 import faulthandler
-import os
 import re
 import signal
 import subprocess
@@ -21,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from budgetlab.stack.process import cpu_seconds
 from budgetlab.stories.stallmeter import waited_most
 
 DUMP_SIGNAL = signal.SIGUSR1
@@ -57,37 +57,21 @@ class Stuck:
         return None if self.cpu is None else self.cpu >= (self.seconds - self.kept) / 2
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU seconds (user and system) a live process has used, from /proc; None without /proc."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            # The command name may hold spaces and parentheses: count fields after its closing one.
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def ask(process: subprocess.Popen, started: float, folder: Path, grace: float = 5.0) -> tuple[Stuck, str, str]:
+def ask(process: subprocess.Popen, started: float, folder: Path, grace: float = 5.0) -> Stuck:
     """Read what the process used and waited, ask for its stacks (it ends once written), kill it if it does not;
-    return what was seen and its output.
+    return what was seen.
 
-    `process` has its stdout and stderr on pipes and called arm(); `started`
-    is its time.monotonic() start.
+    `process` has its stderr on a pipe and called arm(); `started` is its
+    time.monotonic() start.
     """
     seconds, cpu, kept = time.monotonic() - started, cpu_seconds(process.pid), waited_most(process.pid)
+    process.send_signal(DUMP_SIGNAL)  # nothing, once it has ended
     try:
-        process.send_signal(DUMP_SIGNAL)
-        stdout, stderr = process.communicate(timeout=grace)
+        _out, dump = process.communicate(timeout=grace)
     except subprocess.TimeoutExpired:
         process.kill()
-        stdout, stderr = process.communicate()
-    except ProcessLookupError:
-        stdout, stderr = process.communicate()
-    if process.returncode is None:
-        process.kill()
-        process.wait()
-    return Stuck(seconds, cpu, kept, innermost(stderr or "", folder)), stdout or "", stderr or ""
+        _out, dump = process.communicate()
+    return Stuck(seconds, cpu, kept, innermost(dump or "", folder))
 
 
 def innermost(dump: str, folder: Path) -> tuple[Path, int, str] | None:

@@ -134,6 +134,12 @@ def session_id(pid: int) -> int | None:
         return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """Return the CPU seconds (user and system) a live process has used, from /proc/PID/stat; None without it."""
+    utime, stime = _stat_number(pid, 11), _stat_number(pid, 12)
+    return None if utime is None or stime is None else (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
 def start_ticks(pid: int) -> int | None:
     """Return when a process started, as a number that, with the PID, names one process.
 
